@@ -1,0 +1,154 @@
+/**
+ * Newline-delimited JSON over a byte stream: the framing of Kubernetes watch
+ * responses. Lines are split on raw bytes (so a chunk boundary may fall
+ * anywhere, even inside a UTF-8 sequence) and only complete lines are decoded,
+ * which is both the most portable and the fastest approach measured on
+ * Deno, Bun and Node (see `../shared/reference/runtimes.md` §3).
+ * @module
+ */
+
+/** Default maximum line size: 16 MiB (a single huge object is legal, an endless line is not). */
+export const DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024;
+
+/** Why a stream could not be decoded. */
+export type NdjsonErrorKind = "line-too-long" | "malformed-json";
+
+/** A framing or JSON error, with enough context to debug it (line number, a short excerpt). */
+export class NdjsonError extends Error {
+  override readonly name = "NdjsonError";
+  readonly kind: NdjsonErrorKind;
+  /** 1-based number of the offending line in this stream. */
+  readonly line: number;
+  /** The first bytes of the offending line (at most 200 characters). */
+  readonly excerpt: string;
+
+  constructor(kind: NdjsonErrorKind, line: number, excerpt: string, detail: string) {
+    super(`NDJSON ${kind} at line ${line}: ${detail}${excerpt ? ` (starts with ${JSON.stringify(excerpt)})` : ""}`);
+    this.kind = kind;
+    this.line = line;
+    this.excerpt = excerpt;
+  }
+}
+
+/** Options for {@link ndjsonLines} and {@link ndjsonValues}. */
+export interface NdjsonOptions {
+  /** Longest accepted line in bytes (default 16 MiB). */
+  maxLineBytes?: number;
+  /** Called with every chunk's byte length as it arrives (byte counters, inactivity timers). */
+  onChunk?: (bytes: number) => void;
+}
+
+const NEWLINE = 10;
+const CR = 13;
+
+/**
+ * Yields each non-blank line of `body` as a string (CRLF and a missing final
+ * newline accepted). The reader is cancelled on every early exit path
+ * (consumer `break`, thrown error, oversize line), so the connection closes.
+ */
+export async function* ndjsonLines(
+  body: ReadableStream<Uint8Array>,
+  options: NdjsonOptions = {},
+): AsyncGenerator<string, void, undefined> {
+  const maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
+  const onChunk = options.onChunk;
+  const decoder = new TextDecoder();
+  const reader = body.getReader();
+  // Pieces of a line that spans chunks; joined once, when its newline arrives,
+  // so a multi-megabyte line costs O(size), not O(size²).
+  let parts: Uint8Array[] = [];
+  let partsLength = 0;
+  let lineNumber = 0;
+  let finished = false;
+
+  const take = (tail: Uint8Array): Uint8Array => {
+    if (parts.length === 0) return tail;
+    const joined: Uint8Array = new Uint8Array(partsLength + tail.length);
+    let at = 0;
+    for (const p of parts) {
+      joined.set(p, at);
+      at += p.length;
+    }
+    joined.set(tail, at);
+    parts = [];
+    partsLength = 0;
+    return joined;
+  };
+  const tooLong = (length: number): NdjsonError =>
+    new NdjsonError(
+      "line-too-long",
+      lineNumber + 1,
+      "",
+      `line exceeds ${maxLineBytes} bytes (at least ${length} bytes without a newline)`,
+    );
+  const text = (bytes: Uint8Array): string | undefined => {
+    let end = bytes.length;
+    if (end > 0 && bytes[end - 1] === CR) end--;
+    if (end === 0) return undefined;
+    return decoder.decode(end === bytes.length ? bytes : bytes.subarray(0, end));
+  };
+
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) {
+        finished = true;
+        break;
+      }
+      onChunk?.(value.length);
+      let start = 0;
+      let nl: number;
+      while ((nl = value.indexOf(NEWLINE, start)) !== -1) {
+        if (partsLength + (nl - start) > maxLineBytes) throw tooLong(partsLength + nl - start);
+        const line = text(take(value.subarray(start, nl)));
+        lineNumber++;
+        start = nl + 1;
+        if (line !== undefined && !isBlank(line)) yield line;
+      }
+      if (start < value.length) {
+        // Copy: some runtimes reuse chunk buffers.
+        const rest = value.slice(start);
+        partsLength += rest.length;
+        if (partsLength > maxLineBytes) throw tooLong(partsLength);
+        parts.push(rest);
+      }
+    }
+    if (partsLength > 0) {
+      const line = text(take(new Uint8Array(0)));
+      lineNumber++;
+      if (line !== undefined && !isBlank(line)) yield line;
+    }
+  } finally {
+    if (!finished) await reader.cancel().catch(() => {});
+    reader.releaseLock();
+  }
+}
+
+function isBlank(line: string): boolean {
+  // Fast path: a JSON line starts with "{" or "[" (no trim allocation).
+  const c = line.charCodeAt(0);
+  if (c === 123 || c === 91) return false;
+  return line.trim() === "";
+}
+
+/**
+ * Yields each line of `body` parsed as JSON. A malformed line throws an
+ * {@link NdjsonError} with its line number and an excerpt; the caller decides
+ * whether to restart (the watcher resumes from its last good resourceVersion).
+ */
+export async function* ndjsonValues(
+  body: ReadableStream<Uint8Array>,
+  options: NdjsonOptions = {},
+): AsyncGenerator<unknown, void, undefined> {
+  let n = 0;
+  for await (const line of ndjsonLines(body, options)) {
+    n++;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch (err) {
+      throw new NdjsonError("malformed-json", n, line.slice(0, 200), (err as Error).message);
+    }
+    yield value;
+  }
+}

@@ -1,0 +1,108 @@
+/**
+ * The small vocabulary of the watch engine: Kubernetes objects, raw watch
+ * events from the wire, and the reflector's own ordered output events.
+ * @module
+ */
+import * as v from "valibot";
+
+/** Object metadata fields the engine relies on. */
+export interface ObjectMeta {
+  name?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  [key: string]: unknown;
+}
+
+/** Any Kubernetes object. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  [key: string]: unknown;
+}
+
+/** An API resource to list and watch, e.g. `{ group: "serving.knative.dev", version: "v1", plural: "services" }`. */
+export interface ResourceRef {
+  /** API group; "" for the core group (`/api/v1`). */
+  group: string;
+  version: string;
+  /** Plural resource name, as in the URL. */
+  plural: string;
+}
+
+/** Knative Serving `Service` (KService). */
+export const KNATIVE_SERVICES: ResourceRef = { group: "serving.knative.dev", version: "v1", plural: "services" };
+/** Knative Serving `Revision`. */
+export const KNATIVE_REVISIONS: ResourceRef = { group: "serving.knative.dev", version: "v1", plural: "revisions" };
+
+/** The API path of a resource collection, in one namespace or across all. */
+export function collectionPath(resource: ResourceRef, namespace?: string): string {
+  const base = resource.group === "" ? `/api/${resource.version}` : `/apis/${resource.group}/${resource.version}`;
+  const ns = namespace ? `/namespaces/${encodeURIComponent(namespace)}` : "";
+  return `${base}${ns}/${resource.plural}`;
+}
+
+/** Store key of an object: `namespace/name` (or `name` for cluster-scoped objects). */
+export function objectKey(obj: { metadata: { namespace?: string; name?: string } }): string {
+  const ns = obj.metadata.namespace;
+  return ns ? `${ns}/${obj.metadata.name ?? ""}` : (obj.metadata.name ?? "");
+}
+
+/** Schema of a Kubernetes object as the engine needs it (name + resourceVersion present). */
+export const KubeObjectSchema = v.looseObject({
+  metadata: v.looseObject({
+    name: v.pipe(v.string(), v.minLength(1)),
+    namespace: v.optional(v.string()),
+    uid: v.optional(v.string()),
+    resourceVersion: v.pipe(v.string(), v.minLength(1)),
+  }),
+});
+
+/** Schema of one raw watch line: `{type, object}`. */
+export const RawWatchEventSchema = v.object({
+  type: v.string(),
+  object: v.looseObject({
+    metadata: v.optional(v.looseObject({
+      resourceVersion: v.optional(v.string()),
+      annotations: v.optional(v.record(v.string(), v.string())),
+    })),
+  }),
+});
+
+/** Schema of a list response page. */
+export const ListPageSchema = v.looseObject({
+  metadata: v.looseObject({
+    resourceVersion: v.pipe(v.string(), v.minLength(1)),
+    continue: v.optional(v.string()),
+    remainingItemCount: v.optional(v.number()),
+  }),
+  items: v.array(v.unknown()),
+});
+
+/** The annotation that marks the end of a streaming list's initial events. */
+export const INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end";
+
+/**
+ * One item of the reflector's ordered output stream.
+ * - `added` / `modified` / `deleted`: a true change of the store. `modified`
+ *   carries the `previous` state. A `deleted` with `inferred: true` was not
+ *   seen on the wire: the object vanished while we were not watching and a
+ *   relist found it missing (its `object` is the last state we knew).
+ * - `synced`: the store now equals a complete server snapshot. `initial` for
+ *   the first sync, `resync` after a relist (410 Expired, or an error that
+ *   forced a relist); `cause` says why.
+ */
+export type ReflectorEvent<T extends KubeObject = KubeObject> =
+  | { type: "added"; object: T }
+  | { type: "modified"; object: T; previous: T }
+  | { type: "deleted"; object: T; inferred?: true }
+  | { type: "synced"; phase: "initial" | "resync"; resourceVersion: string; cause?: RelistCause };
+
+/** Why the reflector listed again. */
+export type RelistCause = "expired" | "watch-errors" | "stream-ended-before-sync" | "list-error";
