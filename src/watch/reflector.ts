@@ -17,7 +17,7 @@ import * as v from "valibot";
 import { Backoff, type BackoffOptions, sleep } from "./backoff.ts";
 import { type ReconnectCause, newReflectorMetrics, type ReflectorMetrics } from "./metrics.ts";
 import { DEFAULT_MAX_LINE_BYTES, NdjsonError, ndjsonValues } from "./ndjson.ts";
-import { ObjectStore } from "./store.ts";
+import { ObjectStore, type StoreSnapshot } from "./store.ts";
 import {
   collectionPath,
   INITIAL_EVENTS_END_ANNOTATION,
@@ -143,9 +143,19 @@ export class Reflector<T extends KubeObject = KubeObject> {
     this.#streaming = this.#o.initialList !== "paginated";
   }
 
+  /** The namespace watched (undefined: all namespaces). */
+  get namespace(): string | undefined {
+    return this.#o.namespace;
+  }
+
   /** True once the store holds a complete snapshot. */
   get synced(): boolean {
     return this.store.synced;
+  }
+
+  /** A consistent copy of the store (objects sorted by key, its resourceVersion, synced). */
+  snapshot(): StoreSnapshot<T> {
+    return this.store.snapshot();
   }
 
   /** The resourceVersion the next watch resumes from (undefined before sync / after 410). */
@@ -167,7 +177,7 @@ export class Reflector<T extends KubeObject = KubeObject> {
     if (signal?.aborted) stop.abort(signal.reason);
     signal?.addEventListener("abort", onAbort, { once: true });
     let phase: "initial" | "resync" = this.store.synced ? "resync" : "initial";
-    let cause: RelistCause | undefined = this.store.synced ? "list-error" : undefined;
+    let cause: RelistCause | undefined = this.store.synced ? "restart" : undefined;
     let watchErrors = 0;
     try {
       while (!stop.signal.aborted) {
@@ -302,8 +312,7 @@ export class Reflector<T extends KubeObject = KubeObject> {
     }
     this.metrics.lists++;
     if (phase === "resync") this.metrics.relists++;
-    yield* this.#replace(page.items, page.resourceVersion, phase, cause);
-    this.#rv = page.resourceVersion; // L3: the list RV, never an item's
+    yield* this.#replace(page.items, page.resourceVersion, phase, cause); // L3: resumes from the list RV, never an item's
   }
 
   async #listAll(signal: AbortSignal, limit: number | undefined): Promise<{ items: Map<string, T>; resourceVersion: string }> {
@@ -417,6 +426,9 @@ export class Reflector<T extends KubeObject = KubeObject> {
     store.setResourceVersion(resourceVersion);
     this.metrics.lastResourceVersion = resourceVersion;
     store.markSynced(true);
+    // Before the marker is yielded: a consumer may stop right there, and the next
+    // run must resume from this snapshot instead of listing again.
+    this.#rv = resourceVersion;
     this.metrics.emitted.synced++;
     this.#log.info(phase === "initial" ? "initial sync done" : "resynced", {
       objects: store.size,
@@ -526,7 +538,6 @@ export class Reflector<T extends KubeObject = KubeObject> {
               conn.pause();
               yield* this.#replace(items, rv, initial.phase, initial.cause);
               conn.resume();
-              this.#rv = rv;
               continue;
             }
             if (rv) {

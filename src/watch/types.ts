@@ -96,13 +96,18 @@ export const INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end";
  *   relist found it missing (its `object` is the last state we knew).
  * - `synced`: the store now equals a complete server snapshot. `initial` for
  *   the first sync, `resync` after a relist (410 Expired, or an error that
- *   forced a relist); `cause` says why.
+ *   forced a relist); `cause` says why. When several namespaces are watched,
+ *   one `initial` marker comes once all of them are synced, and a `resync`
+ *   names the `namespace` that relisted.
  */
 export type ReflectorEvent<T extends KubeObject = KubeObject> =
   | { type: "added"; object: T }
   | { type: "modified"; object: T; previous: T }
   | { type: "deleted"; object: T; inferred?: true }
-  | { type: "synced"; phase: "initial" | "resync"; resourceVersion: string; cause?: RelistCause };
+  | { type: "synced"; phase: "initial" | "resync"; resourceVersion: string; cause?: RelistCause; namespace?: string };
 
 /** Why the reflector listed again. */
-export type RelistCause = "expired" | "watch-errors" | "stream-ended-before-sync" | "list-error";
+export type RelistCause =
+  | "expired" // 410 Gone / Expired
+  | "watch-errors" // the same error repeated on re-watch (W9)
+  | "restart"; // run() called again after it was stopped in the middle of a relist

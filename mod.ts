@@ -1,0 +1,80 @@
+/**
+ * appwatch — watch Flyte apps (Knative Services) on Kubernetes with plain
+ * `fetch`, on Deno, Bun and Node.
+ *
+ * ```ts
+ * import { connect, createWatcher, KNATIVE_SERVICES } from "./mod.ts";
+ *
+ * const client = await connect();                 // kubectl's config order
+ * const watcher = createWatcher({
+ *   client,
+ *   resource: KNATIVE_SERVICES,
+ *   namespaces: ["flyte"],
+ *   labelSelector: "flyte.org/app-managed=true",
+ * });
+ * for await (const event of watcher.run(AbortSignal.timeout(60_000))) {
+ *   console.log(event.type, event.type === "synced" ? event.phase : event.object.metadata.name);
+ * }
+ * ```
+ * @module
+ */
+
+// Cluster access
+export { connect, type ConnectOptions, createKubeClient, type CreateKubeClientOptions } from "./src/kube/connect.ts";
+export {
+  type ClusterAuth,
+  type ClusterConfig,
+  type ExecConfig,
+  KubeconfigError,
+  loadClusterConfig,
+  type LoadClusterConfigOptions,
+  type TlsConfig,
+} from "./src/kube/config.ts";
+export { createCredentials, type CredentialsOptions, type KubeCredentials } from "./src/kube/credentials.ts";
+export { createTransport, type Transport, UnsupportedTlsError } from "./src/kube/transport.ts";
+export {
+  bearerToken,
+  type Credentials,
+  type FetchLike,
+  KubeClient,
+  type KubeClientOptions,
+  type KubeRequest,
+  noCredentials,
+} from "./src/kube/client.ts";
+export { KubeApiError, type KubeStatus } from "./src/kube/status.ts";
+
+// Watch engine
+export { Reflector, type InitialListMode, type ReflectorOptions } from "./src/watch/reflector.ts";
+export { createWatcher, type ObjectWatcher, ReflectorGroup, type WatcherOptions } from "./src/watch/group.ts";
+export { ObjectStore, type StoreSnapshot } from "./src/watch/store.ts";
+export { type ReconnectCause, type ReflectorMetrics } from "./src/watch/metrics.ts";
+export { Backoff, type BackoffOptions, DEFAULT_BACKOFF } from "./src/watch/backoff.ts";
+export { DEFAULT_MAX_LINE_BYTES, NdjsonError, ndjsonLines, ndjsonValues } from "./src/watch/ndjson.ts";
+export { compareResourceVersions } from "./src/watch/resource-version.ts";
+export {
+  collectionPath,
+  KNATIVE_REVISIONS,
+  KNATIVE_SERVICES,
+  type KubeObject,
+  objectKey,
+  type ObjectMeta,
+  type ReflectorEvent,
+  type RelistCause,
+  type ResourceRef,
+} from "./src/watch/types.ts";
+
+// The sandbox API server (tests, demos)
+export {
+  type FaultRule,
+  type RunningSandbox,
+  Sandbox,
+  type SandboxOptions,
+  type SandboxResource,
+  seedDemo,
+  startDemoActivity,
+  startSandbox,
+} from "./src/sandbox/mod.ts";
+
+// Utilities
+export { createLogger, type Logger, type LogLevel } from "./src/log.ts";
+export { type RunningServer, serveFetch } from "./src/serve.ts";

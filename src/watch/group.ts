@@ -1,0 +1,139 @@
+/**
+ * Watching several namespaces: one reflector per namespace (RBAC is often
+ * per namespace, so one cluster-wide watch is not an option), merged into one
+ * ordered event stream and one store.
+ * @module
+ */
+import { newReflectorMetrics, type ReflectorMetrics } from "./metrics.ts";
+import { Reflector, type ReflectorOptions } from "./reflector.ts";
+import { compareResourceVersions } from "./resource-version.ts";
+import { ObjectStore, type StoreSnapshot } from "./store.ts";
+import { type KubeObject, objectKey, type ReflectorEvent } from "./types.ts";
+
+/** What every watcher offers: the event stream, a consistent snapshot, and counters. */
+export interface ObjectWatcher<T extends KubeObject = KubeObject> {
+  /** Lists and watches until `signal` aborts; see {@link Reflector.run}. */
+  run(signal?: AbortSignal): AsyncGenerator<ReflectorEvent<T>, void, undefined>;
+  /** The objects as of the last event yielded. */
+  snapshot(): StoreSnapshot<T>;
+  /** True once every watched scope has completed its initial sync. */
+  readonly synced: boolean;
+  /** Counters (summed over namespaces). */
+  metricsSnapshot(): ReflectorMetrics;
+}
+
+/** Options for {@link createWatcher}: the reflector's, with a namespace list. */
+export type WatcherOptions<T extends KubeObject> = Omit<ReflectorOptions<T>, "namespace"> & {
+  /** One namespace, several, or undefined / `[]` for all namespaces. */
+  namespaces?: string | string[];
+};
+
+/** A watcher for one namespace, several, or all. */
+export function createWatcher<T extends KubeObject>(options: WatcherOptions<T>): ObjectWatcher<T> {
+  const list = typeof options.namespaces === "string" ? [options.namespaces] : [...new Set(options.namespaces ?? [])];
+  if (list.length <= 1) {
+    const r = new Reflector<T>({ ...options, namespace: list[0] });
+    return {
+      run: (signal) => r.run(signal),
+      snapshot: () => r.snapshot(),
+      get synced() {
+        return r.synced;
+      },
+      metricsSnapshot: () => structuredClone(r.metrics),
+    };
+  }
+  return new ReflectorGroup<T>(list.map((namespace) => new Reflector<T>({ ...options, namespace })));
+}
+
+/** Several reflectors behind one stream and one store. */
+export class ReflectorGroup<T extends KubeObject = KubeObject> implements ObjectWatcher<T> {
+  readonly reflectors: readonly Reflector<T>[];
+  // Our own store, written only as events are yielded: the reflectors run ahead
+  // of the consumer by one event each, and a snapshot must not include events
+  // the consumer has not been given yet.
+  readonly #store = new ObjectStore<T>();
+  #running = false;
+
+  constructor(reflectors: Reflector<T>[]) {
+    this.reflectors = reflectors;
+  }
+
+  get synced(): boolean {
+    return this.#store.synced;
+  }
+
+  snapshot(): StoreSnapshot<T> {
+    return this.#store.snapshot();
+  }
+
+  metricsSnapshot(): ReflectorMetrics {
+    const sum = newReflectorMetrics();
+    for (const r of this.reflectors) addMetrics(sum, r.metrics);
+    return sum;
+  }
+
+  async *run(signal?: AbortSignal): AsyncGenerator<ReflectorEvent<T>, void, undefined> {
+    if (this.#running) throw new Error("ReflectorGroup.run: already running");
+    this.#running = true;
+    const sources = this.reflectors.map((r) => r.run(signal));
+    const pending = new Map<number, Promise<{ i: number; r: IteratorResult<ReflectorEvent<T>, void> }>>();
+    const pull = (i: number) => pending.set(i, sources[i]!.next().then((r) => ({ i, r })));
+    const initialDone = new Set<number>();
+    sources.forEach((_, i) => pull(i));
+    try {
+      while (pending.size > 0) {
+        const { i, r } = await Promise.race(pending.values());
+        pending.delete(i);
+        if (r.done) continue;
+        const event = r.value;
+        const namespace = this.reflectors[i]!.namespace;
+        if (event.type === "synced") {
+          if (!this.#store.synced) {
+            initialDone.add(i);
+            if (initialDone.size === this.reflectors.length) {
+              const rv = this.#maxResourceVersion();
+              this.#store.setResourceVersion(rv);
+              this.#store.markSynced(true);
+              yield { type: "synced", phase: "initial", resourceVersion: rv };
+            }
+          } else {
+            this.#store.setResourceVersion(this.#maxResourceVersion());
+            yield { ...event, phase: "resync", ...(namespace ? { namespace } : {}) };
+          }
+        } else {
+          if (event.type === "deleted") this.#store.delete(objectKey(event.object));
+          else this.#store.set(event.object);
+          yield event;
+        }
+        pull(i);
+      }
+    } finally {
+      await Promise.all(sources.map((s) => s.return(undefined).catch(() => {})));
+      this.#running = false;
+    }
+  }
+
+  #maxResourceVersion(): string {
+    let max = "";
+    for (const r of this.reflectors) {
+      const rv = r.store.resourceVersion;
+      if (!max || (compareResourceVersions(rv, max) ?? 0) > 0) max = rv;
+    }
+    return max;
+  }
+}
+
+function addMetrics(sum: ReflectorMetrics, m: ReflectorMetrics): void {
+  for (const key of Object.keys(m) as (keyof ReflectorMetrics)[]) {
+    const value = m[key];
+    if (typeof value === "number") {
+      if (key === "lastEventTime") sum.lastEventTime = Math.max(sum.lastEventTime, value);
+      else (sum as unknown as Record<string, number>)[key]! += value;
+    } else if (typeof value === "object") {
+      const target = sum[key] as unknown as Record<string, number>;
+      for (const [k, n] of Object.entries(value as Record<string, number>)) target[k] = (target[k] ?? 0) + n;
+    } else if (key === "lastResourceVersion" && (compareResourceVersions(m.lastResourceVersion, sum.lastResourceVersion) ?? 1) > 0) {
+      sum.lastResourceVersion = m.lastResourceVersion;
+    }
+  }
+}
