@@ -1,0 +1,456 @@
+/**
+ * Benchmark driver (`npm run bench`, i.e. `node --import tsx bench/run.ts`).
+ *
+ * Starts one fake API server process (`bench/server.ts`), then runs
+ * `bench/decoder.bench.ts` once per runtime, each in its own process, one
+ * after the other: Node (`node --import tsx`), Deno (`deno run -A`) and Bun
+ * (`bun`) — the `deno` and `bun` binaries are the ones `npx deno` / `npx bun`
+ * would run, spawned directly so that the exact process can be stopped.
+ * Collects `bench/results/<runtime>.json` and rewrites BENCHMARKS.md, keeping
+ * its hand-written notes section (between the `notes:start` / `notes:end`
+ * markers). The server and any running benchmark are stopped on exit, on
+ * error and on Ctrl-C.
+ *
+ * Options (flags or env): `--events N` / BENCH_EVENTS (default 20,000 ≈ 100 MB),
+ * `--runs N` / BENCH_RUNS (default 5), `--runtimes node,deno,bun` / BENCH_RUNTIMES,
+ * `--no-write` (do not touch BENCHMARKS.md).
+ * @module
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import process from "node:process";
+import { join } from "node:path";
+import { type BenchServer, REPO_ROOT, startBenchServer } from "./server-process.ts";
+import { type ConsumerId, escapeCell, int, mb, ratio, runtimeTable, type RuntimeResult } from "./report.ts";
+
+type RuntimeName = RuntimeResult["runtime"];
+const ALL_RUNTIMES: RuntimeName[] = ["node", "deno", "bun"];
+const TITLES: Record<RuntimeName, string> = { node: "Node", deno: "Deno", bun: "Bun" };
+
+function option(flag: string, env: string): string | undefined {
+  const i = process.argv.indexOf(flag);
+  if (i >= 0) return process.argv[i + 1];
+  const eq = process.argv.find((a) => a.startsWith(`${flag}=`));
+  if (eq) return eq.slice(flag.length + 1);
+  return process.env[env] || undefined;
+}
+
+function positiveInt(raw: string | undefined, fallback: number, what: string): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`${what} must be a positive integer, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+const EVENTS = positiveInt(option("--events", "BENCH_EVENTS"), 20_000, "--events");
+const RUNS = positiveInt(option("--runs", "BENCH_RUNS"), 5, "--runs");
+const RUNTIMES = (option("--runtimes", "BENCH_RUNTIMES") ?? ALL_RUNTIMES.join(","))
+  .split(",").map((s) => s.trim()).filter(Boolean) as RuntimeName[];
+for (const r of RUNTIMES) if (!ALL_RUNTIMES.includes(r)) throw new Error(`unknown runtime ${r}`);
+const WRITE = !process.argv.includes("--no-write");
+
+const BIN = join(REPO_ROOT, "node_modules", ".bin");
+const RESULTS = join(REPO_ROOT, "bench", "results");
+const BENCHMARKS_MD = join(REPO_ROOT, "BENCHMARKS.md");
+
+function command(rt: RuntimeName): { cmd: string; args: string[]; shown: string } {
+  switch (rt) {
+    case "node":
+      return {
+        cmd: process.execPath,
+        args: ["--import", "tsx", "--expose-gc", "bench/decoder.bench.ts"],
+        shown: "node --import tsx --expose-gc bench/decoder.bench.ts",
+      };
+    case "deno":
+      return {
+        cmd: join(BIN, "deno"),
+        args: ["run", "-A", "--v8-flags=--expose-gc", "bench/decoder.bench.ts"],
+        shown: "npx deno run -A --v8-flags=--expose-gc bench/decoder.bench.ts",
+      };
+    case "bun":
+      return { cmd: join(BIN, "bun"), args: ["bench/decoder.bench.ts"], shown: "npx bun bench/decoder.bench.ts" };
+  }
+}
+
+function versionOf(cmd: string, args: string[]): Promise<string> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "ignore"] });
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+    child.once("error", () => resolve("unavailable"));
+    child.once("exit", () => resolve(out.split("\n")[0]?.trim() || "unavailable"));
+  });
+}
+
+// ------------------------------------------------------------------ noise
+
+/** Busy CPU seconds of the whole machine since boot (Linux /proc/stat), or undefined. */
+function machineBusySeconds(): number | undefined {
+  try {
+    const first = readFileSync("/proc/stat", "utf8").split("\n", 1)[0] ?? "";
+    const f = first.trim().split(/\s+/).slice(1).map(Number);
+    // user nice system idle iowait irq softirq steal …; guest time is already inside user/nice.
+    const busy = (f[0] ?? 0) + (f[1] ?? 0) + (f[2] ?? 0) + (f[5] ?? 0) + (f[6] ?? 0) + (f[7] ?? 0);
+    return busy / 100; // USER_HZ
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU seconds (user + system) a process has used (Linux /proc/<pid>/stat), or undefined. */
+function processCpuSeconds(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(f[11]) + Number(f[12])) / 100; // utime, stime
+  } catch {
+    return undefined;
+  }
+}
+
+/** How busy the machine was with other work while one runtime was measured. */
+interface Noise {
+  /** 1-minute load average just before the run. */
+  loadBefore: number;
+  wallSeconds: number;
+  /** CPU seconds used by processes other than the benchmark, its server and this driver (Linux only). */
+  otherCpuSeconds?: number;
+}
+
+function noiseText(n: Noise | undefined): string {
+  if (!n) return "–";
+  const cores = os.cpus().length;
+  const other = n.otherCpuSeconds === undefined
+    ? "other processes' CPU: unknown"
+    : `other processes used ≈ ${n.otherCpuSeconds.toFixed(1)} CPU-s (${((n.otherCpuSeconds / (n.wallSeconds * cores)) * 100).toFixed(0)} % of the ${cores} cores)`;
+  return `load ${n.loadBefore.toFixed(2)} before; ${other} during the ${n.wallSeconds.toFixed(0)} s run`;
+}
+
+let current: ChildProcess | undefined;
+
+/** Runs one runtime's benchmark; resolves with its exit code and the tail of its stderr. */
+function runOne(rt: RuntimeName, serverUrl: string): Promise<{ code: number; stderrTail: string }> {
+  const { cmd, args } = command(rt);
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, {
+      cwd: REPO_ROOT,
+      stdio: ["ignore", "inherit", "pipe"],
+      env: {
+        ...process.env,
+        BENCH_SERVER_URL: serverUrl,
+        BENCH_RUNS: String(RUNS),
+        BENCH_RESULT_FILE: join(RESULTS, `${rt}.json`),
+        NO_COLOR: "1",
+      },
+    });
+    current = child;
+    let tail = "";
+    child.stderr?.on("data", (d: Buffer) => {
+      process.stderr.write(d);
+      tail = (tail + d.toString("utf8")).slice(-4000);
+    });
+    child.once("error", (err) => {
+      current = undefined;
+      resolve({ code: 127, stderrTail: `${tail}\n${err.message}` });
+    });
+    child.once("exit", (code, signal) => {
+      current = undefined;
+      resolve({ code: code ?? (signal ? 128 : 1), stderrTail: tail });
+    });
+  });
+}
+
+// ------------------------------------------------------------------ report
+
+/** From shared/reference/peer-baseline.md (same data shape, 20,000 events, 99.7 MB; Node 20.20.2, Bun 1.4.5, Deno 2.9.6). */
+const PEER_BASELINE: Record<RuntimeName, { ceiling: number; fetchByteScan: number; clientNode: number }> = {
+  node: { ceiling: 80_804, fetchByteScan: 43_609, clientNode: 42_321 },
+  bun: { ceiling: 135_859, fetchByteScan: 77_539, clientNode: 71_078 },
+  deno: { ceiling: 103_873, fetchByteScan: 55_406, clientNode: 49_550 },
+};
+
+function failureLine(stderrTail: string): string {
+  const lines = stderrTail.split("\n").map((l) => l.trim()).filter(Boolean);
+  const failed = lines.find((l) => l.includes("BENCHMARK FAILED"));
+  return escapeCell((failed ?? lines[lines.length - 1] ?? "no output").slice(0, 300));
+}
+
+const CONSUMER_SHORT: Record<ConsumerId, string> = {
+  ceiling: "(1) ceiling",
+  bytes: "(2) bytes in memory → `ndjsonValues`",
+  fetch: "(3) appwatch `fetch` → `ndjsonValues`",
+  reflector: "(4) appwatch `Reflector`",
+  "client-node": "(5) client-node 1.4.0 `Watch`",
+};
+
+function eps(r: RuntimeResult | undefined, id: ConsumerId): number | undefined {
+  return r?.consumers.find((c) => c.id === id && c.status === "ok")?.eventsPerSec;
+}
+
+function combinedTable(results: Partial<Record<RuntimeName, RuntimeResult>>, runtimes: RuntimeName[]): string {
+  const head = `| ratio (events/s) | ${runtimes.map((r) => TITLES[r]).join(" | ")} | peer-baseline.md (${runtimes.map((r) => TITLES[r]).join(" / ")}) |`;
+  const rows = [head, `|---|${runtimes.map(() => "---:").join("|")}|---|`];
+  const peer = (f: (p: (typeof PEER_BASELINE)[RuntimeName]) => number | undefined) =>
+    runtimes.map((r) => {
+      const v = f(PEER_BASELINE[r]);
+      return v === undefined ? "–" : v.toFixed(2);
+    }).join(" / ");
+  const line = (label: string, a: ConsumerId, b: ConsumerId, peerText: string) => {
+    const cells = runtimes.map((rt) => {
+      const r = results[rt];
+      const x = eps(r, a);
+      const y = eps(r, b);
+      return x !== undefined && y !== undefined ? ratio(x / y) : "n/a";
+    });
+    rows.push(`| ${label} | ${cells.join(" | ")} | ${peerText} |`);
+  };
+  line(`${CONSUMER_SHORT.bytes} vs (1)`, "bytes", "ceiling", "–");
+  line(`${CONSUMER_SHORT.fetch} vs (1)`, "fetch", "ceiling", `${peer((p) => p.fetchByteScan / p.ceiling)} (fetch + byte scan)`);
+  line(`${CONSUMER_SHORT.reflector} vs (1)`, "reflector", "ceiling", "–");
+  line(`${CONSUMER_SHORT["client-node"]} vs (1)`, "client-node", "ceiling", peer((p) => p.clientNode / p.ceiling));
+  line("**(3) appwatch fetch vs (5) client-node**", "fetch", "client-node", peer((p) => p.fetchByteScan / p.clientNode));
+  line("**(4) appwatch Reflector vs (5) client-node**", "reflector", "client-node", "–");
+  line("(3) fetch vs (2) bytes in memory: the cost of the network", "fetch", "bytes", "–");
+  line("(4) Reflector vs (3) fetch: the cost of validation + store + events", "reflector", "fetch", "–");
+  const absolute = runtimes.map((rt) => {
+    const v = eps(results[rt], "ceiling");
+    return v === undefined ? "n/a" : int(v);
+  });
+  rows.push(`| ceiling (1), absolute events/s | ${absolute.join(" | ")} | ${runtimes.map((r) => int(PEER_BASELINE[r].ceiling)).join(" / ")} |`);
+  return rows.join("\n");
+}
+
+/** Plain-language, number-driven reading, regenerated on every run. */
+function reading(
+  results: Partial<Record<RuntimeName, RuntimeResult>>,
+  runtimes: RuntimeName[],
+  noise: Partial<Record<RuntimeName, Noise>>,
+): string {
+  const out: string[] = [];
+  for (const rt of runtimes) {
+    const r = results[rt];
+    if (!r) continue;
+    const f = eps(r, "fetch");
+    const cn = eps(r, "client-node");
+    const rf = eps(r, "reflector");
+    const ce = eps(r, "ceiling");
+    const parts: string[] = [];
+    if (f !== undefined && cn !== undefined) {
+      const d = f / cn - 1;
+      parts.push(
+        `appwatch's decoder over \`fetch\` is ${Math.abs(d * 100).toFixed(0)} % ${d >= 0 ? "faster" : "slower"} than client-node's \`Watch\` ` +
+          `(${ratio(f / cn)}; peer-baseline.md: ${ratio(PEER_BASELINE[rt].fetchByteScan / PEER_BASELINE[rt].clientNode)} for a plain fetch + byte scan)`,
+      );
+    } else {
+      parts.push("no appwatch-vs-client-node comparison (a consumer was n/a)");
+    }
+    if (rf !== undefined && cn !== undefined) {
+      const d = rf / cn - 1;
+      parts.push(`the full Reflector is ${Math.abs(d * 100).toFixed(0)} % ${d >= 0 ? "faster" : "slower"} than client-node's bare \`Watch\` (${ratio(rf / cn)})`);
+    }
+    if (f !== undefined && ce !== undefined && cn !== undefined) {
+      parts.push(
+        `vs the ceiling: fetch ${ratio(f / ce)}, client-node ${ratio(cn / ce)} ` +
+          `(peer-baseline.md: ${ratio(PEER_BASELINE[rt].fetchByteScan / PEER_BASELINE[rt].ceiling)} / ${ratio(PEER_BASELINE[rt].clientNode / PEER_BASELINE[rt].ceiling)})`,
+      );
+    }
+    const noisy = r.consumers.filter((c) =>
+      c.status === "ok" && c.minEventsPerSec !== undefined && c.maxEventsPerSec !== undefined &&
+      c.maxEventsPerSec / c.minEventsPerSec > 1.15
+    ).map((c) => `(${CONSUMER_IDS_INDEX[c.id]})`);
+    if (noisy.length) parts.push(`runs of ${noisy.join(", ")} spread more than 15 % (fastest vs slowest): read those ratios with care`);
+    const n = noise[rt];
+    if (n?.otherCpuSeconds !== undefined && n.otherCpuSeconds / (n.wallSeconds * os.cpus().length) > 0.1) {
+      parts.push(`other processes took more than 10 % of the machine during this run (${noiseText(n)})`);
+    }
+    out.push(`- **${TITLES[rt]}**: ${parts.join("; ")}.`);
+  }
+  return out.join("\n");
+}
+
+const CONSUMER_IDS_INDEX: Record<ConsumerId, number> = { ceiling: 1, bytes: 2, fetch: 3, reflector: 4, "client-node": 5 };
+
+const NOTES_START = "<!-- notes:start -->";
+const NOTES_END = "<!-- notes:end -->";
+const DEFAULT_NOTES = `${NOTES_START}
+### Notes
+
+(Hand-written interpretation goes here; \`bench/run.ts\` keeps this section when it rewrites the file.)
+${NOTES_END}`;
+
+function keptNotes(): string {
+  if (!existsSync(BENCHMARKS_MD)) return DEFAULT_NOTES;
+  const text = readFileSync(BENCHMARKS_MD, "utf8");
+  const a = text.indexOf(NOTES_START);
+  const b = text.indexOf(NOTES_END);
+  return a >= 0 && b > a ? text.slice(a, b + NOTES_END.length) : DEFAULT_NOTES;
+}
+
+function renderMarkdown(
+  results: Partial<Record<RuntimeName, RuntimeResult>>,
+  failures: Partial<Record<RuntimeName, string>>,
+  noise: Partial<Record<RuntimeName, Noise>>,
+  versions: Record<string, string>,
+  server: BenchServer,
+  wallMs: number,
+): string {
+  const any = RUNTIMES.map((r) => results[r]).find((r) => r !== undefined);
+  const cpus = os.cpus();
+  const date = new Date().toISOString().slice(0, 16).replace("T", " ") + " UTC";
+  const m = server.meta;
+  const s: string[] = [];
+  s.push("# Benchmarks");
+  s.push("");
+  s.push("<!-- Generated by `npm run bench` (bench/run.ts). Everything outside the notes section is rewritten on every run. -->");
+  s.push("");
+  s.push(`## Watch decoding: ${int(m.events)} Knative Service events, ${mb(m.bytes)} MB`);
+  s.push("");
+  s.push(
+    `One watch stream of ${int(m.events)} \`MODIFIED\` events (${int(m.bytes / m.events)} B each on average; ${m.nonAscii} objects, ` +
+      `${((m.nonAscii / m.events) * 100).toFixed(1)} %, carry non-ASCII text), generated by \`bench/data.ts\` ` +
+      "(`flyte.org/*` labels and annotations incl. a base64 spec, 2–3 `managedFields`, a pod template, three conditions, traffic). " +
+      "Five consumers, measured side by side in one process per runtime, on the same bytes:",
+  );
+  s.push("");
+  s.push("1. **ceiling**: `JSON.parse` of pre-split string lines (each line decoded on its own), no I/O;");
+  s.push("2. **ceiling with bytes**: the same bytes as 64 KiB chunks already in memory → `ndjsonValues` (our decoder, no network);");
+  s.push("3. **appwatch**: `fetch` from the loopback server → `ndjsonValues`;");
+  s.push("4. **appwatch Reflector end to end**: `new Reflector({initialList: \"paginated\"})` against the same server (an empty list page, then the watch stream), valibot validation, store updates, one output event per input event;");
+  s.push("5. **peer**: `@kubernetes/client-node` 1.4.0 `new Watch(kc).watch(path, {}, cb, done)` (node-fetch + `readline`) on the same stream.");
+  s.push("");
+  s.push(
+    "The server is a separate Node process (`bench/server.ts`, the same for every consumer runtime) that writes the pre-generated stream " +
+      "as one chunked response in 64 KiB writes, with backpressure. Every run of every consumer is checked to have received all " +
+      "events (count + an order-sensitive checksum over the names) — a mismatch fails the benchmark. Each consumer callback does the same " +
+      "work: read `object.metadata.name` and add it to the checksum. " +
+      `One warm-up round, then ${RUNS} measured rounds; within a round the consumers run one after the other, in an order rotated every round; ` +
+      "a full GC is forced before every run (`--expose-gc` / `Bun.gc(true)`); the tables show medians. events/s = events ÷ median run time; MB = 10⁶ bytes.",
+  );
+  s.push("");
+  s.push("**Machine and runtimes**");
+  s.push("");
+  s.push(`- date: ${date}; whole \`npm run bench\` wall time: ${(wallMs / 1000).toFixed(0)} s`);
+  s.push(`- ${any?.machine.cores ?? cpus.length} cores (${any?.machine.cpu ?? cpus[0]?.model.trim() ?? "?"}), ${any?.machine.memoryGiB ?? Math.round(os.totalmem() / 2 ** 30)} GiB RAM, ${any?.machine.platform ?? os.platform()}; server and consumer share the cores`);
+  for (const rt of RUNTIMES) {
+    const r = results[rt];
+    s.push(`- ${TITLES[rt]}: ${r?.runtimeVersion ?? versions[rt] ?? "?"} — \`${command(rt).shown}\``);
+  }
+  s.push(`- server: ${versions.server} (\`node --import tsx bench/server.ts\`)`);
+  s.push(
+    "- machine noise (the cores are shared with whatever else runs; busy-time accounting from /proc, approximate): " +
+      RUNTIMES.map((rt) => `${TITLES[rt]}: ${noiseText(noise[rt])}`).join("; "),
+  );
+  s.push("");
+  s.push("### Ratios, all runtimes");
+  s.push("");
+  s.push(
+    "Ratios of events/s measured in the same run: the numbers to compare. Absolute numbers move ±15 % between runs on this kind of " +
+      "machine (peer-baseline.md), so compare the peer-baseline column by ratio only.",
+  );
+  s.push("");
+  s.push(combinedTable(results, RUNTIMES));
+  s.push("");
+  for (const rt of RUNTIMES) {
+    const r = results[rt];
+    s.push(`### ${TITLES[rt]}: ${r?.runtimeVersion ?? versions[rt] ?? ""}`);
+    s.push("");
+    if (r) s.push(runtimeTable(r));
+    else s.push(`**Failed**: ${failures[rt] ?? "no result"}`);
+    s.push("");
+  }
+  s.push("### Reading (generated from the numbers above)");
+  s.push("");
+  s.push(reading(results, RUNTIMES, noise));
+  s.push("");
+  s.push(keptNotes());
+  s.push("");
+  return s.join("\n");
+}
+
+// ------------------------------------------------------------------ main
+
+async function main(): Promise<number> {
+  const t0 = performance.now();
+  const versions: Record<string, string> = {
+    node: `Node ${process.version.slice(1)}`,
+    deno: await versionOf(join(BIN, "deno"), ["--version"]),
+    bun: `Bun ${await versionOf(join(BIN, "bun"), ["--version"])}`,
+    server: `Node ${process.version.slice(1)}`,
+  };
+  console.error(`bench: ${EVENTS} events, ${RUNS} runs, runtimes ${RUNTIMES.join(", ")}; starting the server…`);
+  const server = await startBenchServer(EVENTS);
+  const stopAll = () => {
+    current?.kill("SIGKILL");
+    void server.close();
+  };
+  const onSignal = (sig: NodeJS.Signals) => {
+    console.error(`bench: ${sig}, stopping`);
+    stopAll();
+    process.exit(130);
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  const results: Partial<Record<RuntimeName, RuntimeResult>> = {};
+  const failures: Partial<Record<RuntimeName, string>> = {};
+  const noise: Partial<Record<RuntimeName, Noise>> = {};
+  try {
+    console.error(`bench: server ${server.meta.url} (pid ${server.meta.pid}): ${int(server.meta.events)} events, ${mb(server.meta.bytes)} MB, generated in ${server.meta.generateMs} ms`);
+    for (const rt of RUNTIMES) {
+      const file = join(RESULTS, `${rt}.json`);
+      rmSync(file, { force: true }); // never report a previous run's numbers
+      console.error(`\nbench: ---- ${TITLES[rt]}: ${command(rt).shown}`);
+      const busy0 = machineBusySeconds();
+      const srv0 = processCpuSeconds(server.meta.pid);
+      const self0 = process.cpuUsage();
+      const loadBefore = os.loadavg()[0] ?? 0;
+      const w0 = performance.now();
+      const { code, stderrTail } = await runOne(rt, server.meta.url);
+      const wallSeconds = (performance.now() - w0) / 1000;
+      const busy1 = machineBusySeconds();
+      const srv1 = processCpuSeconds(server.meta.pid);
+      const self1 = process.cpuUsage(self0);
+      noise[rt] = { loadBefore, wallSeconds };
+      if (code === 0 && existsSync(file)) {
+        const r = JSON.parse(readFileSync(file, "utf8")) as RuntimeResult;
+        if (busy0 !== undefined && busy1 !== undefined && srv0 !== undefined && srv1 !== undefined && r.cpuSeconds !== undefined) {
+          const ours = r.cpuSeconds + (srv1 - srv0) + (self1.user + self1.system) / 1e6;
+          noise[rt]!.otherCpuSeconds = Math.max(0, busy1 - busy0 - ours);
+        }
+        console.error(`bench: ${TITLES[rt]}: ${noiseText(noise[rt])}`);
+        if (r.events !== server.meta.events || r.bytes !== server.meta.bytes) {
+          failures[rt] = `result file does not match the server's stream (${r.events} events, ${r.bytes} bytes)`;
+        } else {
+          results[rt] = r;
+        }
+      } else {
+        failures[rt] = `exit code ${code}: ${failureLine(stderrTail)}`;
+      }
+      if (failures[rt]) console.error(`bench: ${TITLES[rt]} FAILED — ${failures[rt]}`);
+    }
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    await server.close();
+  }
+  const wallMs = performance.now() - t0;
+  console.log(`\n## Ratios, all runtimes\n\n${combinedTable(results, RUNTIMES)}\n`);
+  console.log(reading(results, RUNTIMES, noise));
+  console.log(`\nbench: done in ${(wallMs / 1000).toFixed(0)} s`);
+  if (WRITE) {
+    writeFileSync(BENCHMARKS_MD, renderMarkdown(results, failures, noise, versions, server, wallMs));
+    console.error(`bench: wrote ${BENCHMARKS_MD}`);
+  }
+  const failed = Object.keys(failures);
+  if (failed.length) {
+    console.error(`bench: FAILED on ${failed.join(", ")}`);
+    return 1;
+  }
+  return 0;
+}
+
+process.exitCode = await main().catch((err: unknown) => {
+  console.error(`bench: FAILED: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+  return 1;
+});
