@@ -21,8 +21,9 @@ import { ObjectStore, type StoreSnapshot } from "./store.ts";
 import {
   collectionPath,
   INITIAL_EVENTS_END_ANNOTATION,
+  isKubeObject,
+  isRawWatchEvent,
   type KubeObject,
-  KubeObjectSchema,
   ListPageSchema,
   objectKey,
   RawWatchEventSchema,
@@ -491,11 +492,12 @@ export class Reflector<T extends KubeObject = KubeObject> {
       for await (const raw of lines) {
         events++;
         this.metrics.lastEventTime = Date.now();
-        const parsed = v.safeParse(RawWatchEventSchema, raw);
-        if (!parsed.success) {
-          throw new NdjsonError("malformed-json", events, JSON.stringify(raw).slice(0, 200), `not a watch event: ${v.summarize(parsed.issues)}`);
+        if (!isRawWatchEvent(raw)) {
+          const issues = v.safeParse(RawWatchEventSchema, raw);
+          const why = issues.success ? "unexpected shape" : v.summarize(issues.issues);
+          throw new NdjsonError("malformed-json", events, JSON.stringify(raw).slice(0, 200), `not a watch event: ${why}`);
         }
-        const { type, object } = parsed.output;
+        const { type, object } = raw;
         switch (type) {
           case "ADDED":
           case "MODIFIED":
@@ -610,11 +612,11 @@ export class Reflector<T extends KubeObject = KubeObject> {
   }
 
   #parseObject(raw: unknown): T | undefined {
-    if (!v.is(KubeObjectSchema, raw)) {
+    if (!isKubeObject(raw)) {
       this.#log.warn("skipping invalid object", { excerpt: JSON.stringify(raw)?.slice(0, 200) });
       return undefined;
     }
-    const obj = raw as unknown as KubeObject;
+    const obj = raw;
     if (!this.#o.parse) return obj as T;
     try {
       return this.#o.parse(obj);

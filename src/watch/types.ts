@@ -75,6 +75,41 @@ export const RawWatchEventSchema = v.object({
   }),
 });
 
+/** A raw watch line as {@link RawWatchEventSchema} accepts it. */
+export type RawWatchEvent = v.InferOutput<typeof RawWatchEventSchema>;
+
+// valibot's object and record schemas accept any non-null object (arrays included); so do these guards.
+const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === "object" && x !== null;
+
+/**
+ * The same check as `v.is(RawWatchEventSchema, x)` without valibot's copy of
+ * every level: this runs once per watch event, the hot path. Agreement with
+ * the schema is asserted by `tests/schemas.test.ts`; on failure, the schema
+ * produces the error message.
+ */
+export function isRawWatchEvent(x: unknown): x is RawWatchEvent {
+  if (!isRecord(x) || typeof x.type !== "string" || !isRecord(x.object)) return false;
+  const m = x.object.metadata;
+  if (m === undefined) return true;
+  if (!isRecord(m)) return false;
+  if (m.resourceVersion !== undefined && typeof m.resourceVersion !== "string") return false;
+  const a = m.annotations;
+  if (a === undefined) return true;
+  if (!isRecord(a)) return false;
+  for (const k in a) if (typeof a[k] !== "string") return false;
+  return true;
+}
+
+/** The same check as `v.is(KubeObjectSchema, x)`, without copying (see {@link isRawWatchEvent}). */
+export function isKubeObject(x: unknown): x is KubeObject {
+  if (!isRecord(x) || !isRecord(x.metadata)) return false;
+  const m = x.metadata;
+  return typeof m.name === "string" && m.name.length > 0 &&
+    typeof m.resourceVersion === "string" && m.resourceVersion.length > 0 &&
+    (m.namespace === undefined || typeof m.namespace === "string") &&
+    (m.uid === undefined || typeof m.uid === "string");
+}
+
 /** Schema of a list response page. */
 export const ListPageSchema = v.looseObject({
   metadata: v.looseObject({
