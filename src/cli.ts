@@ -208,6 +208,7 @@ export async function runCli(
     for await (const event of watcher.run(io.signal)) {
       io.stdout(formatEvent(event, options.output, watcher.snapshot().items.length));
     }
+    logger.info("stopped", { objects: watcher.snapshot().items.length });
     return 0;
   } catch (err) {
     logger.error("appwatch failed", { error: (err as Error).message });

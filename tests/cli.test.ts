@@ -1,0 +1,140 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { formatEvent, HELP, parseCli, runCli, UsageError } from "../src/cli.ts";
+import { runtimeName } from "../src/runtime.ts";
+import { startSandbox } from "../src/sandbox/mod.ts";
+
+describe("CLI options", () => {
+  test("defaults", () => {
+    const o = parseCli([]);
+    assert.deepEqual(o, {
+      help: false, kubeconfig: undefined, context: undefined, sandbox: false, sandboxPort: undefined,
+      namespaces: [], selector: "flyte.org/app-managed=true", initialList: "auto", idleTimeoutSeconds: 60,
+      output: "events", logLevel: "info",
+    });
+  });
+
+  test("namespaces repeat and split on commas; numbers are parsed", () => {
+    const o = parseCli(["-n", "a,b", "--namespace", "c", "--idle-timeout", "2.5", "--sandbox-port", "8001", "-o", "objects"]);
+    assert.deepEqual(o.namespaces, ["a", "b", "c"]);
+    assert.equal(o.idleTimeoutSeconds, 2.5);
+    assert.equal(o.sandboxPort, 8001);
+    assert.equal(o.output, "objects");
+  });
+
+  test("bad input gets a clear error naming the flag", () => {
+    assert.throws(() => parseCli(["--namespace", "Bad_NS"]), (e: unknown) => e instanceof UsageError && /--namespace: a namespace is a DNS label/.test(e.message));
+    assert.throws(() => parseCli(["--initial-list", "fast"]), /--initial-list: must be auto, streaming or paginated/);
+    assert.throws(() => parseCli(["--idle-timeout=-1"]), /--idle-timeout: must be a number of seconds/);
+    assert.throws(() => parseCli(["--idle-timeout", "abc"]), /--idle-timeout: must be a number of seconds/);
+    assert.throws(() => parseCli(["--bogus"]), (e: unknown) => e instanceof UsageError && /Unknown option '--bogus'/.test(e.message));
+  });
+
+  test("--help prints the usage and exits 0; a usage error exits 2", async () => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const io = { stdout: (l: string) => out.push(l), stderr: (l: string) => err.push(l), signal: new AbortController().signal };
+    assert.equal(await runCli(["--help"], io), 0);
+    assert.equal(out.join("\n"), HELP);
+    assert.equal(await runCli(["-o", "yaml"], io), 2);
+    assert.match(err.join("\n"), /--output: must be events or objects/);
+  });
+
+  test("event lines", () => {
+    const obj = { metadata: { name: "a", namespace: "flyte", resourceVersion: "5" } };
+    const { time, ...rest } = JSON.parse(formatEvent({ type: "deleted", object: obj, inferred: true }, "events", 0));
+    assert.match(time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    assert.deepEqual(rest, { type: "deleted", namespace: "flyte", name: "a", resourceVersion: "5", inferred: true });
+    const full = JSON.parse(formatEvent({ type: "added", object: obj }, "objects", 1));
+    assert.deepEqual(full.object, obj);
+    const synced = JSON.parse(formatEvent({ type: "synced", phase: "resync", resourceVersion: "9", cause: "expired" }, "events", 3));
+    assert.deepEqual([synced.type, synced.phase, synced.objects, synced.cause], ["synced", "resync", 3, "expired"]);
+  });
+});
+
+/** Runs src/main.ts on the current runtime as a child process. */
+function spawnCli(args: string[], env: Record<string, string | undefined>) {
+  const rt = runtimeName();
+  const entry = new URL("../src/main.ts", import.meta.url).pathname;
+  const argv = rt === "deno" ? ["run", "-A", entry, ...args] : rt === "bun" ? [entry, ...args] : ["--import", "tsx", entry, ...args];
+  const child = spawn(process.execPath, argv, { env: env as NodeJS.ProcessEnv, stdio: ["ignore", "pipe", "pipe"] });
+  const stdout: string[] = [];
+  let stderr = "";
+  let buf = "";
+  child.stdout!.on("data", (d: Buffer) => {
+    buf += d.toString();
+    const lines = buf.split("\n");
+    buf = lines.pop()!;
+    stdout.push(...lines.filter(Boolean));
+  });
+  child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+  const exitCode = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  // A clean shutdown exits 0 and logs "stopped". (Deno's node:child_process reports a child that
+  // handled SIGTERM/SIGINT and exited 0 as killed by that signal, so there the log line is the proof.)
+  const exited = exitCode.then((code) => (code === null && runtimeName() === "deno" && /"msg":"stopped"/.test(stderr) ? 0 : code));
+  const until = async (pred: () => boolean, what: string, ms = 20_000) => {
+    const end = Date.now() + ms;
+    while (!pred()) {
+      if (Date.now() > end) throw new Error(`timed out waiting for ${what}\nstdout:\n${stdout.join("\n")}\nstderr:\n${stderr}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  return { child, stdout, stderr: () => stderr, exited, until };
+}
+
+const events = (lines: string[]) => lines.map((l) => JSON.parse(l) as { type: string; name?: string; objects?: number });
+
+describe("CLI end to end (a child process on this runtime)", () => {
+  test("with no cluster config it warns, starts the sandbox, prints the demo apps and a synced line; SIGTERM exits 0", async () => {
+    const home = await mkdtemp(join(tmpdir(), "appwatch-home-"));
+    const env = { ...process.env, HOME: home, KUBECONFIG: undefined, KUBERNETES_SERVICE_HOST: undefined, NO_COLOR: "1" };
+    const cli = spawnCli([], env);
+    try {
+      await cli.until(() => cli.stdout.some((l) => l.includes('"synced"')), "synced");
+      const ev = events(cli.stdout);
+      assert.equal(ev.filter((e) => e.type === "added").length, 5);
+      assert.equal(ev.find((e) => e.type === "synced")!.objects, 5);
+      assert.match(cli.stderr(), /no cluster configuration found/);
+      cli.child.kill("SIGTERM");
+      assert.equal(await cli.exited, 0);
+    } finally {
+      cli.child.kill("SIGKILL");
+      await rm(home, { recursive: true, force: true });
+    }
+  });
+
+  test("--kubeconfig with a bearer token: watches the cluster it names, sees live changes, never logs the token", async () => {
+    const { sandbox, url, close } = await startSandbox({ token: "cli-secret-token" });
+    const dir = await mkdtemp(join(tmpdir(), "appwatch-kc-"));
+    const kubeconfig = join(dir, "config");
+    await writeFile(kubeconfig, `apiVersion: v1
+kind: Config
+clusters: [{name: sb, cluster: {server: "${url}"}}]
+users: [{name: u, user: {token: cli-secret-token}}]
+contexts: [{name: c, context: {cluster: sb, user: u, namespace: team}}]
+current-context: c
+`);
+    const ksvc = (name: string) => ({ apiVersion: "serving.knative.dev/v1", kind: "Service", metadata: { name, namespace: "team", labels: { "flyte.org/app-managed": "true" } }, spec: {} });
+    sandbox.create("services", ksvc("one"));
+    const cli = spawnCli(["--kubeconfig", kubeconfig, "--log-level", "debug"], { ...process.env, NO_COLOR: "1" });
+    try {
+      await cli.until(() => cli.stdout.some((l) => l.includes('"synced"')), "synced");
+      sandbox.create("services", ksvc("two"));
+      await cli.until(() => cli.stdout.some((l) => l.includes('"two"')), "live event");
+      assert.deepEqual(events(cli.stdout).map((e) => `${e.type} ${e.name ?? ""}`.trim()), ["added one", "synced", "added two"]);
+      assert.ok(!cli.stderr().includes("cli-secret-token"), "token leaked to logs");
+      assert.ok(sandbox.requests.every((r) => r.path.includes("/namespaces/team/")), "watched the context's namespace");
+      cli.child.kill("SIGINT");
+      assert.equal(await cli.exited, 0);
+    } finally {
+      cli.child.kill("SIGKILL");
+      await close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
