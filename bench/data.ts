@@ -9,6 +9,8 @@
  * @module
  */
 
+import { seededRandom } from "../src/prng.ts";
+
 /** The collection the benchmark server serves and every consumer watches. */
 export const BENCH_NAMESPACE = "bench";
 /** Path of the Knative Services collection in {@link BENCH_NAMESPACE}. */
@@ -36,17 +38,6 @@ export interface GeneratedEvents {
   checksum: number;
 }
 
-/** mulberry32: a tiny, fast, deterministic PRNG returning [0, 1). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * An order-sensitive 32-bit FNV-1a checksum over a sequence of names. Every
@@ -321,7 +312,7 @@ function makeEvent(rnd: () => number, svc: Service, rv: number, at: number, nonA
  * resourceVersion, so a reflector turns each one into exactly one output event.
  */
 export function generateEvents(n: number, options: GenerateOptions = {}): GeneratedEvents {
-  const rnd = prng(options.seed ?? 20251130);
+  const rnd = seededRandom(options.seed ?? 20251130);
   const pool: Service[] = [];
   const services = options.services ?? 500;
   for (let i = 0; i < services; i++) pool.push(makeService(rnd, i));

@@ -14,21 +14,11 @@ import { Reflector } from "../src/watch/reflector.ts";
 import { KNATIVE_SERVICES, type KubeObject } from "../src/watch/types.ts";
 import { type FaultRule, type Sandbox, startSandbox } from "../src/sandbox/mod.ts";
 import { delay, start, waitFor } from "./helpers/run.ts";
+import { seededRandom } from "../src/prng.ts";
 import { fingerprint, strictReplay } from "./helpers/replay.ts";
 
 const SELECTOR = "flyte.org/app-managed=true";
 
-/** Small seeded PRNG (mulberry32) so a failing seed can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function ksvc(name: string, ns: string, managed: boolean): KubeObject {
   return {
@@ -60,7 +50,7 @@ const FAULTS: ((rnd: () => number) => FaultRule | "compact" | "close" | "expire-
 ];
 
 async function scenario(seed: number, initialList: "paginated" | "auto", steps: number): Promise<void> {
-  const rnd = prng(seed);
+  const rnd = seededRandom(seed);
   const { sandbox, url, close } = await startSandbox({ historyLimit: 30, bookmarkIntervalMs: 40, continueTtlMs: 200 });
   const reflector = new Reflector({
     client: new KubeClient({ server: url }),

@@ -5,6 +5,7 @@
  */
 import type { Sandbox } from "./sandbox.ts";
 import type { KubeObject } from "./types.ts";
+import { seededRandom } from "../prng.ts";
 
 /** Options of {@link seedDemo}. */
 export interface SeedOptions {
@@ -218,17 +219,6 @@ export interface DemoActivity {
   readonly steps: number;
 }
 
-/** mulberry32: a tiny seeded PRNG. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface SvcStatus {
   latestReadyRevisionName?: string;
@@ -309,7 +299,7 @@ function step(sandbox: Sandbox, namespace: string, rand: () => number, created: 
 export function startDemoActivity(sandbox: Sandbox, options: DemoActivityOptions = {}): DemoActivity {
   const interval = options.intervalMs ?? 2000;
   const namespace = options.namespace ?? "flyte";
-  const rand = prng(options.seed ?? 1);
+  const rand = seededRandom(options.seed ?? 1);
   const created = { n: 0 };
   let steps = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -7,25 +7,8 @@ import type { Logger } from "../log.ts";
 /** The resources the sandbox serves, all in `serving.knative.dev/v1`. */
 export type SandboxResource = "services" | "revisions";
 
-/** A Kubernetes object as JSON. Only the metadata the sandbox manages is typed. */
-export interface KubeObject {
-  apiVersion?: string;
-  kind?: string;
-  metadata: {
-    name?: string;
-    namespace?: string;
-    uid?: string;
-    resourceVersion?: string;
-    generation?: number;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    creationTimestamp?: string;
-    [k: string]: unknown;
-  };
-  spec?: unknown;
-  status?: unknown;
-  [k: string]: unknown;
-}
+/** A Kubernetes object as JSON (the watch engine's type; the sandbox manages its metadata). */
+export type { KubeObject } from "../watch/types.ts";
 
 /** Options of a {@link Sandbox}. */
 export interface SandboxOptions {
