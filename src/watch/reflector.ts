@@ -288,8 +288,23 @@ export class Reflector<T extends KubeObject = KubeObject> {
     const backoffMs = this.#backoff.next();
     // Retry-After wins when the server gives one; a little jitter keeps many watchers apart.
     const delay = retryAfterMs !== undefined ? retryAfterMs * (1 + 0.1 * this.#o.random()) : backoffMs;
-    this.#log.warn(what, { ...describeError(error), retryInMs: Math.round(delay), resourceVersion: this.#rv });
+    const fields = { ...describeError(error), retryInMs: Math.round(delay), resourceVersion: this.#rv };
+    if (error instanceof KubeApiError && (error.code === 403 || error.code === 401)) {
+      // Permission problems need a person, not a retry: say exactly what is missing.
+      this.#log.error(`${what}: ${error.code === 403 ? "forbidden" : "unauthorized"}`, { ...fields, hint: this.#permissionHint(error.code) });
+    } else {
+      this.#log.warn(what, fields);
+    }
     await sleep(delay, signal);
+  }
+
+  #permissionHint(code: number): string {
+    const { group, plural } = this.#o.resource;
+    const resource = group ? `${plural}.${group}` : plural;
+    const scope = this.#o.namespace ? `in namespace "${this.#o.namespace}"` : "cluster-wide (all namespaces)";
+    return code === 403
+      ? `appwatch needs the verbs get, list and watch on ${resource} ${scope}; grant them with a Role and RoleBinding like deploy/rbac.yaml`
+      : "the API server rejected the credentials; check the token, token file or exec plugin of the kubeconfig user";
   }
 
   // ---------------------------------------------------------------- list
