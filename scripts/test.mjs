@@ -5,6 +5,7 @@
 //
 //   node scripts/test.mjs                 # everything
 //   node scripts/test.mjs node deno       # only some steps (typecheck, node, deno, bun)
+//   node scripts/test.mjs cluster         # the real kube-apiserver suite (builds it first; opt-in)
 //   TEST_FILES="tests/ndjson.test.ts" node scripts/test.mjs node
 import { spawn } from "node:child_process";
 import { readdirSync } from "node:fs";
@@ -12,6 +13,10 @@ import { readdirSync } from "node:fs";
 const files = process.env.TEST_FILES
   ? process.env.TEST_FILES.split(/\s+/).filter(Boolean)
   : readdirSync("tests").filter((f) => f.endsWith(".test.ts")).sort().map((f) => `tests/${f}`);
+
+const clusterFiles = process.env.CLUSTER_TEST_FILES
+  ? process.env.CLUSTER_TEST_FILES.split(/\s+/).filter(Boolean)
+  : readdirSync("tests/cluster").filter((f) => f.endsWith(".cluster.ts")).sort().map((f) => `tests/cluster/${f}`);
 
 const steps = {
   typecheck: {
@@ -30,6 +35,13 @@ const steps = {
       if (!m) return { passed: undefined, failed: undefined };
       return { passed: Number(m[2] ?? m[1]), failed: Number(m[4] ?? m[3]) };
     },
+  },
+  // The real kube-apiserver + etcd suite (tests/cluster/*.cluster.ts). Builds the binaries first
+  // (cached). Not part of the default steps: `npm run test:cluster`.
+  cluster: {
+    commands: [["bash", ["scripts/build-kube.sh"]], ["node", ["--import", "tsx", "--test", "--test-concurrency=1", ...clusterFiles]]],
+    count: (out) => ({ passed: last(out, /^# pass (\d+)$/m), failed: last(out, /^# fail (\d+)$/m) }),
+    optIn: true,
   },
   bun: {
     commands: [["npx", ["bun", "test", "--timeout", "120000", ...files]]],
@@ -63,7 +75,14 @@ function run(cmd, args) {
 }
 
 const wanted = process.argv.slice(2);
-const chosen = wanted.length ? wanted : Object.keys(steps);
+const chosen = wanted.length ? wanted : Object.keys(steps).filter((k) => !steps[k].optIn);
+if (chosen.includes("cluster") && process.env.APPWATCH_SKIP_REAL_CLUSTER === "1") {
+  console.log("\n" + "!".repeat(78));
+  console.log("!! WARNING: APPWATCH_SKIP_REAL_CLUSTER=1 — the real kube-apiserver suite is SKIPPED.");
+  console.log("!! Nothing was tested against a real API server in this run.");
+  console.log("!".repeat(78) + "\n");
+  chosen.splice(chosen.indexOf("cluster"), 1);
+}
 for (const name of chosen) if (!steps[name]) throw new Error(`unknown step "${name}"; steps: ${Object.keys(steps).join(", ")}`);
 
 const summary = [];
@@ -79,6 +98,7 @@ for (const name of chosen) {
     const { code, out } = await run(cmd, args);
     if (code !== 0) ok = false;
     if (step.count) counts = step.count(out);
+    if (!ok) break; // e.g. a failed build: do not run tests against nothing
   }
   const secs = ((Date.now() - started) / 1000).toFixed(1);
   if (counts) {

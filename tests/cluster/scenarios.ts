@@ -31,20 +31,27 @@ function ksvc(name: string, ns: string, managed = true, image = "app:v1"): KubeO
 
 /** Admin writes through the API. */
 function api(t: Target) {
-  const ok = async (what: string, p: Promise<{ status: number; body: any }>) => {
-    const r = await p;
-    if (r.status >= 300) throw new Error(`${what}: HTTP ${r.status} ${JSON.stringify(r.body)?.slice(0, 300)}`);
-    return r.body as KubeObject;
+  // Retries 429/503 (a restarting kube-apiserver answers "storage is (re)initializing").
+  const ok = async (what: string, call: () => Promise<{ status: number; body: any }>) => {
+    for (let attempt = 0; ; attempt++) {
+      const r = await call();
+      if ((r.status === 429 || r.status === 503) && attempt < 60) {
+        await delay(250);
+        continue;
+      }
+      if (r.status >= 300) throw new Error(`${what}: HTTP ${r.status} ${JSON.stringify(r.body)?.slice(0, 300)}`);
+      return r.body as KubeObject;
+    }
   };
   const path = (ns: string, name?: string, sub?: string) => `${API}/namespaces/${ns}/services${name ? `/${name}` : ""}${sub ? `/${sub}` : ""}`;
   return {
-    create: (o: KubeObject) => ok(`create ${o.metadata.name}`, t.request("POST", path(o.metadata.namespace!), o)),
-    patch: (ns: string, name: string, patch: unknown) => ok(`patch ${name}`, t.request("PATCH", path(ns, name), patch, "application/merge-patch+json")),
+    create: (o: KubeObject) => ok(`create ${o.metadata.name}`, () => t.request("POST", path(o.metadata.namespace!), o)),
+    patch: (ns: string, name: string, patch: unknown) => ok(`patch ${name}`, () => t.request("PATCH", path(ns, name), patch, "application/merge-patch+json")),
     patchStatus: (ns: string, name: string, status: unknown) =>
-      ok(`patch status ${name}`, t.request("PATCH", path(ns, name, "status"), { status }, "application/merge-patch+json")),
-    delete: (ns: string, name: string) => ok(`delete ${name}`, t.request("DELETE", path(ns, name))),
+      ok(`patch status ${name}`, () => t.request("PATCH", path(ns, name, "status"), { status }, "application/merge-patch+json")),
+    delete: (ns: string, name: string) => ok(`delete ${name}`, () => t.request("DELETE", path(ns, name))),
     list: async (ns: string) => {
-      const body = await ok(`list ${ns}`, t.request("GET", `${path(ns)}?labelSelector=${encodeURIComponent(SELECTOR)}`));
+      const body = await ok(`list ${ns}`, () => t.request("GET", `${path(ns)}?labelSelector=${encodeURIComponent(SELECTOR)}`));
       return (body as unknown as { items: KubeObject[] }).items;
     },
   };
