@@ -18,37 +18,35 @@ const clusterFiles = process.env.CLUSTER_TEST_FILES
   ? process.env.CLUSTER_TEST_FILES.split(/\s+/).filter(Boolean)
   : readdirSync("tests/cluster").filter((f) => f.endsWith(".cluster.ts")).sort().map((f) => `tests/cluster/${f}`);
 
-const steps = {
-  typecheck: {
-    commands: [["npx", ["tsc", "--noEmit", "-p", "tsconfig.json"]], ["npx", ["deno", "check", "mod.ts", "src/", "tests/", "bench/"]]],
-  },
-  node: {
-    commands: [["node", ["--import", "tsx", "--test", "--test-concurrency=1", ...files]]],
-    // node:test (TAP): "# pass 12" / "# fail 0"
-    count: (out) => ({ passed: last(out, /^# pass (\d+)$/m), failed: last(out, /^# fail (\d+)$/m) }),
-  },
-  deno: {
-    commands: [["npx", ["deno", "test", "-A", "--no-check", ...files]]],
-    // "ok | 32 passed (213 steps) | 0 failed" — node:test tests become steps under Deno
-    count: (out) => {
-      const m = [...stripAnsi(out).matchAll(/(?:ok|FAILED) \| (\d+) passed(?: \((\d+) steps?\))? \| (\d+) failed(?: \((\d+) steps?\))?/g)].at(-1);
-      if (!m) return { passed: undefined, failed: undefined };
-      return { passed: Number(m[2] ?? m[1]), failed: Number(m[4] ?? m[3]) };
-    },
-  },
-  // The real kube-apiserver + etcd suite (tests/cluster/*.cluster.ts). Builds the binaries first
-  // (cached). Not part of the default steps: `npm run test:cluster`.
-  cluster: {
-    commands: [["bash", ["scripts/build-kube.sh"]], ["node", ["--import", "tsx", "--test", "--test-concurrency=1", ...clusterFiles]]],
-    count: (out) => ({ passed: last(out, /^# pass (\d+)$/m), failed: last(out, /^# fail (\d+)$/m) }),
-    optIn: true,
-  },
-  bun: {
-    commands: [["npx", ["bun", "test", "--timeout", "120000", ...files]]],
-    // " 213 pass" / " 0 fail"
-    count: (out) => ({ passed: last(out, /^\s*(\d+) pass$/m), failed: last(out, /^\s*(\d+) fail$/m) }),
-  },
+// node:test (TAP): "# pass 12" / "# fail 0"
+const nodeCount = (out) => ({ passed: last(out, /^# pass (\d+)$/m), failed: last(out, /^# fail (\d+)$/m) });
+// "ok | 32 passed (213 steps) | 0 failed" — node:test tests become steps under Deno
+const denoCount = (out) => {
+  const m = [...stripAnsi(out).matchAll(/(?:ok|FAILED) \| (\d+) passed(?: \((\d+) steps?\))? \| (\d+) failed(?: \((\d+) steps?\))?/g)].at(-1);
+  if (!m) return { passed: undefined, failed: undefined };
+  return { passed: Number(m[2] ?? m[1]), failed: Number(m[4] ?? m[3]) };
 };
+// " 213 pass" / " 0 fail"
+const bunCount = (out) => ({ passed: last(out, /^\s*(\d+) pass$/m), failed: last(out, /^\s*(\d+) fail$/m) });
+
+const nodeTest = (list) => ({ cmd: "node", args: ["--import", "tsx", "--test", "--test-concurrency=1", ...list], count: nodeCount });
+const denoTest = (list) => ({ cmd: "npx", args: ["deno", "test", "-A", "--no-check", ...list], count: denoCount });
+// Bun only runs files matching its own test globs unless the path is explicit ("./…").
+const bunTest = (list) => ({ cmd: "npx", args: ["bun", "test", "--timeout", "300000", ...list.map((f) => `./${f}`)], count: bunCount });
+
+const steps = {
+  typecheck: [
+    { cmd: "npx", args: ["tsc", "--noEmit", "-p", "tsconfig.json"] },
+    { cmd: "npx", args: ["deno", "check", "mod.ts", "src/", "tests/", "bench/", "scripts/cluster.ts"] },
+  ],
+  node: [nodeTest(files)],
+  deno: [denoTest(files)],
+  bun: [bunTest(files)],
+  // The real kube-apiserver + etcd suite (tests/cluster/*.cluster.ts) on all three runtimes.
+  // Builds the binaries first (cached). Opt-in: `npm run test:cluster`.
+  cluster: [{ cmd: "bash", args: ["scripts/build-kube.sh"] }, nodeTest(clusterFiles), denoTest(clusterFiles), bunTest(clusterFiles)],
+};
+const optIn = new Set(["cluster"]);
 
 function last(text, re) {
   const all = [...stripAnsi(text).matchAll(new RegExp(re.source, "gm"))];
@@ -75,7 +73,7 @@ function run(cmd, args) {
 }
 
 const wanted = process.argv.slice(2);
-const chosen = wanted.length ? wanted : Object.keys(steps).filter((k) => !steps[k].optIn);
+const chosen = wanted.length ? wanted : Object.keys(steps).filter((k) => !optIn.has(k));
 if (chosen.includes("cluster") && process.env.APPWATCH_SKIP_REAL_CLUSTER === "1") {
   console.log("\n" + "!".repeat(78));
   console.log("!! WARNING: APPWATCH_SKIP_REAL_CLUSTER=1 — the real kube-apiserver suite is SKIPPED.");
@@ -89,32 +87,34 @@ const summary = [];
 let passed = 0;
 let failed = 0;
 for (const name of chosen) {
-  const step = steps[name];
   const started = Date.now();
   let ok = true;
-  let counts;
-  for (const [cmd, args] of step.commands) {
-    console.log(`\n=== ${name}: ${cmd} ${args.filter((a) => !a.startsWith("tests/")).join(" ")}${args.some((a) => a.startsWith("tests/")) ? " tests/…" : ""}`);
+  let counted = false;
+  let stepPassed = 0;
+  let stepFailed = 0;
+  for (const { cmd, args, count } of steps[name]) {
+    const shown = args.filter((a) => !a.includes("tests/")).join(" ") + (args.some((a) => a.includes("tests/")) ? " tests/…" : "");
+    console.log(`\n=== ${name}: ${cmd} ${shown}`);
     const { code, out } = await run(cmd, args);
+    if (count) {
+      const c = count(out);
+      if (c.passed === undefined || c.failed === undefined) {
+        console.log(`=== ${name}: could not read the runner's totals`);
+        ok = false;
+      } else {
+        counted = true;
+        stepPassed += c.passed;
+        stepFailed += c.failed;
+      }
+    }
     if (code !== 0) ok = false;
-    if (step.count) counts = step.count(out);
     if (!ok) break; // e.g. a failed build: do not run tests against nothing
   }
   const secs = ((Date.now() - started) / 1000).toFixed(1);
-  if (counts) {
-    if (counts.passed === undefined || counts.failed === undefined) {
-      ok = false;
-      summary.push(`${name}: could not read the runner's totals (${secs}s)`);
-    } else {
-      passed += counts.passed;
-      failed += counts.failed;
-      summary.push(`${name}: ${counts.passed} passed, ${counts.failed} failed (${secs}s)`);
-    }
-    if (!ok && counts.failed === 0) failed += 1; // a crash with no failed test still fails the run
-  } else {
-    summary.push(`${name}: ${ok ? "ok" : "FAILED"} (${secs}s)`);
-    if (!ok) failed += 1;
-  }
+  passed += stepPassed;
+  failed += stepFailed;
+  if (!ok && stepFailed === 0) failed += 1; // a crash or a failed command still fails the run
+  summary.push(counted ? `${name}: ${stepPassed} passed, ${stepFailed} failed${ok ? "" : " (FAILED)"} (${secs}s)` : `${name}: ${ok ? "ok" : "FAILED"} (${secs}s)`);
 }
 
 console.log("\n=== summary");
