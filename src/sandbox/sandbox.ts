@@ -160,6 +160,22 @@ export class Sandbox {
     for (const [handle, watch] of [...this.#open]) if (watch) handle.end();
   }
 
+  /**
+   * Behaves like a kube-apiserver restart, as measured against a real one (docs/real-cluster.md):
+   * every open stream ends; the new watch cache starts at the current RV, so a watch from any
+   * older RV gets 410; and for `warmupMs` (default 1 s) lists and watches answer HTTP 429
+   * "storage is (re)initializing" with `Retry-After: 1`.
+   */
+  restart(options: { warmupMs?: number } = {}): void {
+    this.closeWatches();
+    this.compact();
+    const warmupMs = options.warmupMs ?? 1000;
+    if (warmupMs <= 0) return;
+    const action = { type: "status", code: 429, reason: "TooManyRequests", message: "storage is (re)initializing", retryAfterSeconds: 1 } as const;
+    const rules = (["list", "watch"] as const).map((verb) => this.faults.add({ verb, times: Infinity, action }));
+    this.#timers.set(() => rules.forEach((r) => r.remove()), warmupMs);
+  }
+
   /** Clears all timers and ends all streams. The sandbox answers no new watches afterwards. */
   dispose(): void {
     if (this.#disposed) return;

@@ -28,7 +28,7 @@ export interface Target {
   ensureNamespace(ns: string): Promise<void>;
   /** Makes every resourceVersion before now too old (410 on watch). Real: needs watchCache false. */
   expireHistory(): Promise<void>;
-  /** Ends every watch by restarting the server process (real) or closing every stream (sandbox). */
+  /** Restarts the server: the real process, or the sandbox's emulation of one (streams end, old RVs expire, 429 while warming up). */
   restart(): Promise<void>;
   /** The real cluster, when this is one. */
   readonly real?: RealCluster;
@@ -61,7 +61,7 @@ export async function sandboxTarget(options: TargetOptions = {}): Promise<Target
     request,
     ensureNamespace: () => Promise.resolve(),
     expireHistory: () => Promise.resolve(sb.sandbox.compact()),
-    restart: () => Promise.resolve(sb.sandbox.closeWatches()),
+    restart: () => Promise.resolve(sb.sandbox.restart()),
     stop: () => sb.close(),
   };
 }
