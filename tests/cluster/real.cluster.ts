@@ -8,6 +8,7 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -165,6 +166,33 @@ describe("real kube-apiserver: least privilege and credentials", () => {
     assert.ok(dry.length >= 3, `dry run applied ${dry.length} objects`);
     const applied = await t.real!.applyManifests([join(REPO_ROOT, "deploy")]);
     assert.deepEqual(applied.map((o) => o.kind).filter((k) => ["ServiceAccount", "Role", "RoleBinding"].includes(k)).sort(), ["Role", "RoleBinding", "ServiceAccount"]);
+  });
+
+  test("with kubectl (when installed): apply --dry-run=server -f deploy/ passes, and a `kubectl create token` token watches", async (ctx) => {
+    const kubectl = spawnSync("kubectl", ["version", "--client"], { encoding: "utf8" });
+    if (kubectl.error || kubectl.status !== 0) {
+      // The REST equivalents (dryRun=All, TokenRequest) are covered by the tests around this one.
+      console.log("!! kubectl is not installed: the kubectl variant is skipped (REST equivalents still run)");
+      ctx.skip?.("kubectl not installed");
+      return;
+    }
+    await t.ensureNamespace("flyte");
+    const kc = ["--kubeconfig", t.real!.kubeconfigPath];
+    const dry = spawnSync("kubectl", [...kc, "apply", "--dry-run=server", "-f", join(REPO_ROOT, "deploy"), "-f", join(REPO_ROOT, "deploy", "crds")], { encoding: "utf8" });
+    assert.equal(dry.status, 0, `kubectl apply --dry-run=server failed:\n${dry.stderr}`);
+    assert.match(dry.stdout, /serviceaccount\/appwatch (created|configured|unchanged) \(server dry run\)/);
+    await t.real!.applyManifests([join(REPO_ROOT, "deploy")]);
+    const created = spawnSync("kubectl", [...kc, "create", "token", "appwatch", "-n", "flyte", "--duration", "1h"], { encoding: "utf8" });
+    assert.equal(created.status, 0, created.stderr);
+    const token = created.stdout.trim();
+    await must(t.request("POST", `${API}/namespaces/flyte/services`, ksvc("via-kubectl-token", "flyte")), "create");
+    const r = new Reflector({ client: await t.client({ token }), resource: KNATIVE_SERVICES, namespace: "flyte", labelSelector: SELECTOR });
+    const run = start(r);
+    try {
+      await run.waitFor(() => r.store.has("flyte/via-kubectl-token"), "watch with the kubectl token", 30_000);
+    } finally {
+      await run.stop();
+    }
   });
 
   test("the ServiceAccount bound to the Role watches; outside the Role it gets 403 and a clear RBAC error", async () => {
