@@ -74,7 +74,7 @@ export interface ReflectorOptions<T extends KubeObject> {
 type WatchOutcome =
   | { kind: "ended"; events: number; ms: number }
   | { kind: "expired"; error: KubeApiError }
-  | { kind: "failed"; cause: ReconnectCause; error: unknown; events: number; ms: number; retryAfterMs?: number }
+  | { kind: "failed"; cause: ReconnectCause; error: unknown; events: number; ms: number; retryAfterMs?: number; connected?: boolean }
   | { kind: "rejected"; error: KubeApiError }
   | { kind: "aborted" };
 
@@ -257,9 +257,19 @@ export class Reflector<T extends KubeObject = KubeObject> {
           }
           case "rejected":
           case "failed": {
-            const error = outcome.kind === "failed" ? outcome.error : outcome.error;
+            const error = outcome.error;
             const reconnectCause = outcome.kind === "failed" ? outcome.cause : "http-error";
             this.metrics.reconnects[reconnectCause]++;
+            if (reconnectCause === "idle" && outcome.kind === "failed" && outcome.connected) {
+              // W12: silence after the server answered is what a half-open connection looks like,
+              // and also a quiet, healthy watch when the server sends no bookmarks: resume at once,
+              // without alarm. Silence before any answer is a failure (backoff below).
+              this.#log.info("no data within the idle timeout, reconnecting", {
+                idleTimeoutMs: this.#o.idleTimeoutMs,
+                resourceVersion: this.#rv,
+              });
+              break;
+            }
             if (reconnectCause === "error-event" || reconnectCause === "http-error") watchErrors++;
             if (watchErrors >= this.#o.maxWatchErrorsBeforeRelist) {
               // W9: repeated errors on the same RV: start over from a fresh list.
@@ -487,9 +497,11 @@ export class Reflector<T extends KubeObject = KubeObject> {
     const started = Date.now();
     let events = 0;
     let buffer: Map<string, T> | undefined = initial ? new Map() : undefined;
+    let connected = false; // the server answered 200: silence after this is not a failure to connect
     this.metrics.watches++;
     try {
       const res = await this.#o.client.request({ path: this.#path, query, signal: conn.signal });
+      connected = res.ok;
       if (!res.ok) {
         const error = await errorFromResponse(res, `GET ${this.#path}?watch`);
         if (error.isExpired) return { kind: "expired", error }; // W8
@@ -584,7 +596,7 @@ export class Reflector<T extends KubeObject = KubeObject> {
     } catch (err) {
       if (signal.aborted) return { kind: "aborted" };
       const ms = Date.now() - started;
-      if (conn.idle) return { kind: "failed", cause: "idle", error: conn.signal.reason, events, ms };
+      if (conn.idle) return { kind: "failed", cause: "idle", error: conn.signal.reason, events, ms, connected };
       if (err instanceof NdjsonError) {
         this.metrics.decodeErrors++;
         return { kind: "failed", cause: "decode", error: err, events, ms };
