@@ -1,0 +1,319 @@
+/**
+ * KService → Flyte `App` conversion (`kserviceToApp`, `kserviceToStatus`,
+ * `knativeCondToAppCondition` in flyteorg/flyte `app/internal/k8s/app_client.go`), as a pure
+ * function: the one impure input, `currentReplicas` (a Revision GET in Go), comes from the caller.
+ * Deliberate divergences are listed in docs/flyte-compatibility.md.
+ * @module
+ */
+import type { Logger } from "../log.ts";
+import type { KubeObject } from "../watch/types.ts";
+import type { App, AppsConfig, Condition, DeploymentStatus, Identifier, Spec, Status } from "./model.ts";
+import { publicIngress } from "./naming.ts";
+import { specFromAnnotation } from "./spec.ts";
+
+/** Label keys Flyte writes on app KServices (and the Knative ones it reads). */
+export const LABELS = Object.freeze({
+  /** `"true"` on every KService Flyte manages; the watch selector. */
+  APP_MANAGED: "flyte.org/app-managed",
+  PROJECT: "flyte.org/project",
+  DOMAIN: "flyte.org/domain",
+  APP_NAME: "flyte.org/app-name",
+  /** `"true"` while the app is stopped: drives the STOPPED status and desiredState. */
+  APP_STOPPED: "flyte.org/app-stopped",
+  /** `cluster-local` while stopped (not read by the conversion). */
+  VISIBILITY: "networking.knative.dev/visibility",
+  KNATIVE_SERVICE: "serving.knative.dev/service",
+  KNATIVE_REVISION: "serving.knative.dev/revision",
+});
+
+/** Annotation keys Flyte writes on app KServices. */
+export const ANNOTATIONS = Object.freeze({
+  /** `{project}/{domain}/{name}`: the identity source (required). */
+  APP_ID: "flyte.org/app-id",
+  /** The org; "" or missing means {@link DEFAULT_ORG}. */
+  APP_ORG: "flyte.org/app-org",
+  /** base64 of the binary-protobuf Spec. */
+  SPEC: "flyte.org/spec",
+  /** 16 hex chars of sha256(spec bytes); not read by the conversion. */
+  SPEC_SHA: "flyte.org/spec-sha",
+});
+
+/** The label value that marks a managed / stopped app. */
+export const LABEL_TRUE = "true";
+/** Flyte's `secret.DefaultOrganization`. */
+export const DEFAULT_ORG = "flyte";
+/** Message of the stopped condition. */
+export const STOPPED_MESSAGE = "App scaled to zero";
+
+/** A KService that cannot be converted to an App (missing or malformed `flyte.org/app-id`). */
+export class AppConversionError extends Error {
+  /** `namespace/name` of the KService. */
+  readonly ksvc: string;
+  constructor(ksvc: string, message: string) {
+    super(message);
+    this.name = "AppConversionError";
+    this.ksvc = ksvc;
+  }
+}
+
+function ksvcKey(ksvc: KubeObject): string {
+  const ns = ksvc.metadata?.namespace;
+  const name = ksvc.metadata?.name ?? "";
+  return ns ? `${ns}/${name}` : name;
+}
+
+/** Go's `%q` for the strings we quote (printable text kept, controls escaped). */
+export function goQuote(s: string): string {
+  let out = '"';
+  for (const ch of s) {
+    const c = ch.codePointAt(0)!;
+    if (ch === '"') out += '\\"';
+    else if (ch === "\\") out += "\\\\";
+    else if (ch === "\n") out += "\\n";
+    else if (ch === "\r") out += "\\r";
+    else if (ch === "\t") out += "\\t";
+    else if (ch === "\x07") out += "\\a";
+    else if (ch === "\b") out += "\\b";
+    else if (ch === "\f") out += "\\f";
+    else if (ch === "\v") out += "\\v";
+    else if (c < 0x20 || c === 0x7f) out += `\\x${c.toString(16).padStart(2, "0")}`;
+    else out += ch;
+  }
+  return out + '"';
+}
+
+/**
+ * The app identity from the `flyte.org/app-id` annotation (split on the first two "/") and
+ * `flyte.org/app-org` (default "flyte"). Labels, name and namespace are not used.
+ * Throws {@link AppConversionError} with Flyte's exact messages.
+ */
+export function appIdentity(ksvc: KubeObject): Identifier {
+  const name = ksvc.metadata?.name ?? "";
+  const annotations = ksvc.metadata?.annotations ?? {};
+  const value = annotations[ANNOTATIONS.APP_ID];
+  if (typeof value !== "string") {
+    throw new AppConversionError(ksvcKey(ksvc), `KService ${name} missing flyte.org/app-id annotation`);
+  }
+  // Go strings.SplitN(value, "/", 3)
+  const first = value.indexOf("/");
+  const second = first < 0 ? -1 : value.indexOf("/", first + 1);
+  if (second < 0) {
+    throw new AppConversionError(
+      ksvcKey(ksvc),
+      `KService ${name} has malformed flyte.org/app-id annotation: ${goQuote(value)}`,
+    );
+  }
+  const org = annotations[ANNOTATIONS.APP_ORG];
+  return {
+    org: typeof org === "string" && org !== "" ? org : DEFAULT_ORG,
+    project: value.slice(0, first),
+    domain: value.slice(first + 1, second),
+    name: value.slice(second + 1),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timestamps
+
+/** A point in time as protobuf holds it. */
+interface Instant {
+  seconds: number;
+  nanos: number;
+}
+
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})$/;
+const MIN_SECONDS = -62135596800; // 0001-01-01T00:00:00Z
+const MAX_SECONDS = 253402300799; // 9999-12-31T23:59:59Z
+
+function parseInstant(value: unknown): Instant | undefined {
+  if (typeof value !== "string") return undefined;
+  const m = RFC3339.exec(value);
+  if (!m) return undefined;
+  const [y, mo, d, h, mi, s] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || s > 59) return undefined;
+  const date = new Date(0);
+  date.setUTCFullYear(y, mo - 1, d);
+  date.setUTCHours(h, mi, s, 0);
+  if (date.getUTCDate() !== d || date.getUTCMonth() !== mo - 1) return undefined;
+  let seconds = date.getTime() / 1000;
+  const zone = m[8]!;
+  if (zone !== "Z") {
+    const sign = zone[0] === "-" ? -1 : 1;
+    const oh = Number(zone.slice(1, 3));
+    const om = Number(zone.slice(4, 6));
+    if (oh > 23 || om > 59) return undefined;
+    seconds -= sign * (oh * 3600 + om * 60);
+  }
+  const nanos = m[7] ? Number(m[7].slice(0, 9).padEnd(9, "0")) : 0;
+  if (seconds < MIN_SECONDS || seconds > MAX_SECONDS) return undefined;
+  return { seconds, nanos };
+}
+
+function isZero(t: Instant): boolean {
+  return t.seconds === MIN_SECONDS && t.nanos === 0;
+}
+
+function formatInstant(t: Instant): string {
+  const base = new Date(t.seconds * 1000).toISOString().slice(0, 19); // years 0001..9999 print as 4 digits
+  let frac = "";
+  if (t.nanos !== 0) {
+    const digits = String(t.nanos).padStart(9, "0");
+    frac = t.nanos % 1_000_000 === 0 ? `.${digits.slice(0, 3)}` : t.nanos % 1000 === 0 ? `.${digits.slice(0, 6)}` : `.${digits}`;
+  }
+  return `${base}${frac}Z`;
+}
+
+/**
+ * A Kubernetes RFC 3339 time as Go's protojson prints a `google.protobuf.Timestamp`: UTC,
+ * trailing `Z`, 0/3/6/9 fractional digits. `undefined` for a missing, invalid or zero time.
+ */
+export function toProtoTimestamp(value: unknown): string | undefined {
+  const t = parseInstant(value);
+  return t && !isZero(t) ? formatInstant(t) : undefined;
+}
+
+function later(a: Instant | undefined, b: Instant | undefined): Instant | undefined {
+  if (!a) return b;
+  if (!b) return a;
+  return b.seconds > a.seconds || (b.seconds === a.seconds && b.nanos > a.nanos) ? b : a;
+}
+
+/**
+ * The deterministic stand-in for Go's `now()`: the latest `lastTransitionTime` among the
+ * KService's status conditions, else its `creationTimestamp`; `undefined` when it has neither.
+ */
+export function stableTime(ksvc: KubeObject): string | undefined {
+  let latest: Instant | undefined;
+  for (const c of knativeConditions(ksvc)) {
+    const t = parseInstant(c.lastTransitionTime);
+    if (t && !isZero(t)) latest = later(latest, t);
+  }
+  if (!latest) {
+    const created = parseInstant(ksvc.metadata?.creationTimestamp);
+    if (created && !isZero(created)) latest = created;
+  }
+  return latest ? formatInstant(latest) : undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conditions
+
+interface KnativeCondition {
+  type?: unknown;
+  status?: unknown;
+  reason?: unknown;
+  message?: unknown;
+  lastTransitionTime?: unknown;
+}
+
+function knativeConditions(ksvc: KubeObject): KnativeCondition[] {
+  const status = ksvc.status;
+  if (!status || typeof status !== "object") return [];
+  const conditions = (status as { conditions?: unknown }).conditions;
+  if (!Array.isArray(conditions)) return [];
+  return conditions.filter((c): c is KnativeCondition => c !== null && typeof c === "object" && !Array.isArray(c));
+}
+
+function text(value: unknown): string {
+  return typeof value === "string" ? value : "";
+}
+
+const DEFAULT_MESSAGES: Record<string, string> = {
+  ConfigurationsReady: "Configuration is ready",
+  RoutesReady: "Routes are ready",
+  Ready: "Service is ready",
+};
+
+/** Maps Knative conditions (stored order kept) to App conditions per Flyte's rules. */
+export function mapConditions(ksvc: KubeObject): Condition[] {
+  const conditions = knativeConditions(ksvc);
+  const ready = conditions.find((c) => c.type === "Ready");
+  const serviceReady = ready?.status === "True";
+  const serviceFailed = ready?.status === "False";
+  let fallback: string | undefined | null = null; // computed once, on first need
+  const out: Condition[] = [];
+  for (const c of conditions) {
+    const type = text(c.type);
+    const status = text(c.status);
+    if (type === "RoutesReady" && status === "Unknown") continue;
+    let phase: DeploymentStatus;
+    if (status === "True") phase = serviceReady ? "DEPLOYMENT_STATUS_ACTIVE" : "DEPLOYMENT_STATUS_DEPLOYING";
+    else if (status === "False") {
+      if (!serviceFailed) continue;
+      phase = "DEPLOYMENT_STATUS_FAILED";
+    } else phase = "DEPLOYMENT_STATUS_PENDING";
+    const reason = text(c.reason);
+    const msg = text(c.message);
+    const message = reason !== "" ? `${reason}: ${msg}` : msg !== "" ? msg : (DEFAULT_MESSAGES[type] ?? "");
+    let ltt = toProtoTimestamp(c.lastTransitionTime);
+    if (ltt === undefined) {
+      if (fallback === null) fallback = stableTime(ksvc);
+      ltt = fallback;
+    }
+    const cond: Condition = {};
+    if (ltt !== undefined) cond.lastTransitionTime = ltt;
+    cond.deploymentStatus = phase;
+    if (message !== "") cond.message = message;
+    out.push(cond);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// App
+
+function warnWith(logger: Logger | undefined, fields: Record<string, unknown>): Logger | undefined {
+  if (!logger) return undefined;
+  return { ...logger, warn: (msg, f) => logger.warn(msg, { ...fields, ...f }) };
+}
+
+/**
+ * Converts a KService to a Flyte App (proto3 JSON shape, Go's field order).
+ * Pure: same input, same output. `currentReplicas` comes from the caller (the Revision lookup
+ * is the client's job); it is ignored for stopped apps, as in Flyte.
+ * Throws {@link AppConversionError} when the identity annotation is missing or malformed.
+ */
+export function kserviceToApp(
+  ksvc: KubeObject,
+  config: AppsConfig,
+  options: { currentReplicas?: number; logger?: Logger } = {},
+): App {
+  const id = appIdentity(ksvc);
+  const labels = ksvc.metadata?.labels ?? {};
+  const annotations = ksvc.metadata?.annotations ?? {};
+  const stopped = labels[LABELS.APP_STOPPED] === LABEL_TRUE;
+
+  let spec: Spec | undefined = specFromAnnotation(
+    annotations[ANNOTATIONS.SPEC],
+    warnWith(options.logger, { kservice: ksvcKey(ksvc) }),
+  );
+  if (spec && stopped) spec = { ...spec, desiredState: "DESIRED_STATE_STOPPED" };
+
+  let status: Status;
+  if (stopped) {
+    const cond: Condition = {};
+    const at = stableTime(ksvc);
+    if (at !== undefined) cond.lastTransitionTime = at;
+    cond.deploymentStatus = "DEPLOYMENT_STATUS_STOPPED";
+    cond.message = STOPPED_MESSAGE;
+    status = { conditions: [cond] };
+  } else {
+    status = {};
+    const replicas = options.currentReplicas;
+    // Go: uint32(*actualReplicas) from an int32.
+    if (replicas !== undefined && Number.isInteger(replicas) && replicas !== 0) status.currentReplicas = replicas >>> 0;
+    const ingress = publicIngress(id, config);
+    if (ingress) status.ingress = ingress;
+    const createdAt = toProtoTimestamp(ksvc.metadata?.creationTimestamp);
+    if (createdAt !== undefined) status.createdAt = createdAt;
+    const conditions = mapConditions(ksvc);
+    if (conditions.length > 0) status.conditions = conditions;
+    const namespace = ksvc.metadata?.namespace;
+    status.k8sMetadata = namespace ? { namespace } : {};
+  }
+
+  const app: App = { metadata: { id } };
+  if (spec) app.spec = spec;
+  app.status = status;
+  return app;
+}
