@@ -63,6 +63,38 @@ export {
   type ResourceRef,
 } from "./src/watch/types.ts";
 
+// Flyte apps
+export {
+  AppK8sClient,
+  type AppClientMetrics,
+  type AppK8sClientOptions,
+  appKey,
+  AppNotFoundError,
+  AppsForbiddenError,
+  KnativeNotInstalledError,
+  type SubscribeTarget,
+} from "./src/flyte/app-client.ts";
+export { AppConversionError, appIdentity, kserviceToApp } from "./src/flyte/convert.ts";
+export { KServiceName, publicIngress } from "./src/flyte/naming.ts";
+export { specFromAnnotation } from "./src/flyte/spec.ts";
+export { type AppChange, LaggingError, type SlowConsumerPolicy, Subscription, type SubscriptionStats } from "./src/flyte/subscriptions.ts";
+export type {
+  App,
+  AppsConfig,
+  Condition,
+  DeploymentStatus,
+  Identifier,
+  Ingress,
+  ListRequest,
+  ListResponse,
+  Meta,
+  Spec,
+  Status,
+  WatchRequest,
+  WatchResponse,
+} from "./src/flyte/model.ts";
+export { AppsConfigSchema, DEFAULT_APPS_CONFIG, IdentifierSchema, ListRequestSchema, WatchRequestSchema } from "./src/flyte/model.ts";
+
 // The sandbox API server (tests, demos)
 export {
   type FaultRule,

@@ -1,0 +1,390 @@
+/**
+ * `AppK8sClient`: Flyte's app watcher API in idiomatic TypeScript. It keeps
+ * the seed's shape (`startWatching`, `subscribe`/`unsubscribe`, `list`,
+ * `getApp`) and fixes what Flyte's Go version gets wrong (see
+ * docs/flyte-compatibility.md): subscriptions by exact identity, project,
+ * org or everything; a snapshot with no gap and no duplicate; updates only
+ * for real changes; bounded per-subscriber buffers with a policy.
+ * @module
+ */
+import type { KubeClient } from "../kube/client.ts";
+import { errorFromResponse, KubeApiError } from "../kube/status.ts";
+import { type Logger, silentLogger } from "../log.ts";
+import { createWatcher, type ObjectWatcher } from "../watch/group.ts";
+import type { ReflectorOptions } from "../watch/reflector.ts";
+import { collectionPath, KNATIVE_REVISIONS, KNATIVE_SERVICES, type KubeObject, objectKey } from "../watch/types.ts";
+import { AppConversionError, kserviceToApp } from "./convert.ts";
+import { type App, type AppsConfig, DEFAULT_APPS_CONFIG, type Identifier, type WatchResponse } from "./model.ts";
+import { KServiceName } from "./naming.ts";
+import { type SlowConsumerPolicy, Subscription } from "./subscriptions.ts";
+
+/** The label every Flyte-managed KService carries. */
+export const APP_MANAGED_SELECTOR = "flyte.org/app-managed=true";
+
+/**
+ * What a subscription receives:
+ * - a bare app name (the seed's form) or `""` for everything;
+ * - `{ project, domain, name, org? }`: exactly that app;
+ * - `{ project, domain, org? }`: every app of a project and domain;
+ * - `{ org }`: every app of an org.
+ */
+export type SubscribeTarget =
+  | string
+  | { org?: string; project: string; domain: string; name: string }
+  | { org?: string; project: string; domain: string; name?: undefined }
+  | { org: string; project?: undefined; domain?: undefined; name?: undefined };
+
+/** Options for {@link AppK8sClient}. */
+export interface AppK8sClientOptions {
+  client: KubeClient;
+  /** Namespace(s) of the app KServices (default `"flyte"`); `"*"` or `[]` for all. */
+  namespace?: string | string[];
+  /** Flyte's `internalApps` keys, plus the slow-consumer policy (default `coalesce`). */
+  config?: Partial<AppsConfig> & { slowConsumer?: SlowConsumerPolicy };
+  logger?: Logger;
+  /** Tuning of the underlying watch (timeouts, backoff, initial list mode). */
+  watch?: Partial<Omit<ReflectorOptions<KubeObject>, "client" | "resource" | "namespace" | "labelSelector">>;
+  /** How long a Revision's `actualReplicas` is cached (default 30 s). */
+  replicasTtlMs?: number;
+}
+
+/** Knative Serving is not installed: the `serving.knative.dev/v1` `services` resource does not exist. */
+export class KnativeNotInstalledError extends Error {
+  override readonly name = "KnativeNotInstalledError";
+}
+
+/** The credentials may not list/watch KServices. */
+export class AppsForbiddenError extends Error {
+  override readonly name = "AppsForbiddenError";
+}
+
+/** `getApp` found no KService for the identifier. */
+export class AppNotFoundError extends Error {
+  override readonly name = "AppNotFoundError";
+}
+
+interface Known {
+  ksvc: KubeObject;
+  app: App;
+  appKey: string;
+  json: string;
+}
+
+/** Counters for the metrics endpoint. */
+export interface AppClientMetrics {
+  events: { create: number; update: number; delete: number };
+  /** Changes of the KService that did not change the App (no event sent). */
+  unchanged: number;
+  conversionErrors: number;
+  revisionRequests: number;
+  subscribers: number;
+}
+
+/** `org/project/domain/name` */
+export function appKey(id: Identifier | undefined): string {
+  return `${id?.org ?? ""}/${id?.project ?? ""}/${id?.domain ?? ""}/${id?.name ?? ""}`;
+}
+
+function matcher(target: SubscribeTarget): (id: Identifier | undefined) => boolean {
+  if (typeof target === "string") return target === "" ? () => true : (id) => id?.name === target;
+  return (id) => {
+    if (!id) return false;
+    if (target.org !== undefined && target.org !== "" && id.org !== target.org) return false;
+    if (target.project !== undefined && id.project !== target.project) return false;
+    if (target.domain !== undefined && id.domain !== target.domain) return false;
+    if (target.name !== undefined && id.name !== target.name) return false;
+    return true;
+  };
+}
+
+/** Watches Flyte's app KServices and serves `WatchResponse` subscriptions. */
+export class AppK8sClient {
+  readonly config: AppsConfig;
+  readonly policy: SlowConsumerPolicy;
+  readonly namespaces: string[];
+  readonly metrics: AppClientMetrics = { events: { create: 0, update: 0, delete: 0 }, unchanged: 0, conversionErrors: 0, revisionRequests: 0, subscribers: 0 };
+  readonly #client: KubeClient;
+  readonly #log: Logger;
+  readonly #watchOptions: AppK8sClientOptions["watch"];
+  readonly #apps = new Map<string, Known>(); // by KService namespace/name
+  readonly #subs = new Map<Subscription, (id: Identifier | undefined) => boolean>();
+  readonly #replicas: ReplicaCache;
+  #watcher: ObjectWatcher<KubeObject> | undefined;
+  #stop: AbortController | undefined;
+  #loop: Promise<void> | undefined;
+  #started: Promise<void> | undefined;
+
+  constructor(options: AppK8sClientOptions) {
+    this.#client = options.client;
+    const { slowConsumer, ...config } = options.config ?? {};
+    this.config = { ...DEFAULT_APPS_CONFIG, ...config };
+    this.policy = slowConsumer ?? "coalesce";
+    const ns = options.namespace ?? "flyte";
+    const list = typeof ns === "string" ? [ns] : ns;
+    this.namespaces = list.includes("*") ? [] : list;
+    this.#log = (options.logger ?? silentLogger).child({ component: "apps" });
+    this.#watchOptions = options.watch;
+    this.#replicas = new ReplicaCache(options.client, options.replicasTtlMs ?? 30_000, this.#log, this.metrics, (ns, rev) => this.#onReplicas(ns, rev));
+  }
+
+  /**
+   * Starts the watch (idempotent) and resolves once the initial sync is done.
+   * Rejects with {@link KnativeNotInstalledError} or {@link AppsForbiddenError}
+   * when the API server says so, before any retrying starts.
+   */
+  startWatching(signal?: AbortSignal): Promise<void> {
+    this.#started ??= this.#start(signal);
+    return this.#started;
+  }
+
+  async #start(signal?: AbortSignal): Promise<void> {
+    await this.#preflight(signal);
+    this.#stop = new AbortController();
+    const stop = this.#stop;
+    signal?.addEventListener("abort", () => stop.abort(), { once: true });
+    this.#watcher = createWatcher<KubeObject>({
+      ...this.#watchOptions,
+      client: this.#client,
+      resource: KNATIVE_SERVICES,
+      namespaces: this.namespaces,
+      labelSelector: APP_MANAGED_SELECTOR,
+      logger: this.#log,
+    });
+    let synced!: () => void;
+    let failed!: (e: unknown) => void;
+    const ready = new Promise<void>((resolve, reject) => ((synced = resolve), (failed = reject)));
+    const watcher = this.#watcher;
+    this.#loop = (async () => {
+      try {
+        for await (const event of watcher.run(stop.signal)) {
+          if (event.type === "synced") {
+            if (event.phase === "initial") synced();
+            continue;
+          }
+          this.#apply(event.type === "deleted" ? undefined : event.object, objectKey(event.object));
+        }
+        failed(new Error("stopped before the initial sync"));
+      } catch (err) {
+        failed(err);
+        this.#log.error("app watch loop ended", { error: (err as Error).message });
+      }
+    })();
+    await ready;
+  }
+
+  /** Stops the watch and ends every subscription. */
+  async stopWatching(): Promise<void> {
+    this.#stop?.abort();
+    await this.#loop;
+    for (const s of [...this.#subs.keys()]) s.close();
+    this.#started = undefined;
+    this.#loop = undefined;
+  }
+
+  /**
+   * Subscribes to app events. With `snapshot: true` the subscription first
+   * yields a `createEvent` for every matching app (its `snapshotSize` says how
+   * many), then live events: no gap, no duplicate.
+   */
+  subscribe(target: SubscribeTarget, options: { snapshot?: boolean } = {}): Subscription {
+    const match = matcher(target);
+    const sub = new Subscription({
+      policy: this.policy,
+      bufferSize: this.config.watchBufferSize,
+      logger: this.#log,
+      onClose: (s) => {
+        this.#subs.delete(s);
+        this.metrics.subscribers = this.#subs.size;
+      },
+    });
+    if (options.snapshot) {
+      // Synchronous with event delivery: the snapshot is exactly the state before the next event.
+      const items = [...this.#apps.values()].filter((k) => match(k.app.metadata?.id)).sort((a, b) => a.appKey.localeCompare(b.appKey));
+      sub.preload(items.map((k) => ({ key: k.appKey, event: { createEvent: { app: k.app } } })));
+    }
+    this.#subs.set(sub, match);
+    this.metrics.subscribers = this.#subs.size;
+    return sub;
+  }
+
+  /** Ends a subscription (the seed's `Unsubscribe`); safe to call twice. */
+  unsubscribe(_target: SubscribeTarget, subscription: Subscription): void {
+    subscription.close();
+  }
+
+  /**
+   * Flyte's `List`: managed KServices of the (first) namespace, filtered by
+   * project/domain labels, `limit`/`token` passed to the API server.
+   * Unconvertible items are skipped with a warning.
+   */
+  async list(project: string, domain: string, limit = 0, token = ""): Promise<{ apps: App[]; token: string }> {
+    const selector = [APP_MANAGED_SELECTOR, project ? `flyte.org/project=${project}` : "", domain ? `flyte.org/domain=${domain}` : ""].filter(Boolean).join(",");
+    const body = await this.#client.json({
+      path: collectionPath(KNATIVE_SERVICES, this.namespaces[0]),
+      query: { labelSelector: selector, limit: limit > 0 ? limit : undefined, continue: token || undefined },
+    }) as { items?: KubeObject[]; metadata?: { continue?: string } };
+    const apps: App[] = [];
+    for (const item of body.items ?? []) {
+      try {
+        apps.push(this.#convert(item));
+      } catch (err) {
+        this.metrics.conversionErrors++;
+        this.#log.warn(`Skipping KService ${item.metadata?.name}: failed to convert to app: ${(err as Error).message}`);
+      }
+    }
+    return { apps, token: body.metadata?.continue ?? "" };
+  }
+
+  /** Flyte's `GetApp`: the KService named by `KServiceName(id)` in the (first) namespace. */
+  async getApp(id: Identifier): Promise<App> {
+    const name = KServiceName(id);
+    const res = await this.#client.request({ path: `${collectionPath(KNATIVE_SERVICES, this.namespaces[0])}/${encodeURIComponent(name)}` });
+    if (res.status === 404) {
+      await res.body?.cancel();
+      throw new AppNotFoundError(`KService ${name} not found`);
+    }
+    if (!res.ok) throw await errorFromResponse(res, `GET KService ${name}`);
+    return this.#convert(await res.json() as KubeObject);
+  }
+
+  // ------------------------------------------------------------------ internals
+
+  async #preflight(signal?: AbortSignal): Promise<void> {
+    const namespaces = this.namespaces.length ? this.namespaces : [undefined];
+    for (const ns of namespaces) {
+      const res = await this.#client.request({ path: collectionPath(KNATIVE_SERVICES, ns), query: { limit: 1, labelSelector: APP_MANAGED_SELECTOR }, signal });
+      if (res.ok) {
+        await res.body?.cancel();
+        continue;
+      }
+      const err = await errorFromResponse(res, `GET ${collectionPath(KNATIVE_SERVICES, ns)}`);
+      if (err.code === 404) {
+        throw new KnativeNotInstalledError(
+          "Knative Serving is not installed: the API server has no services.serving.knative.dev (serving.knative.dev/v1) resource",
+        );
+      }
+      if (err.code === 403) {
+        throw new AppsForbiddenError(
+          `not allowed to read Knative Services ${ns ? `in namespace "${ns}"` : "cluster-wide"}: appwatch needs get, list and watch on services.serving.knative.dev (and get on revisions.serving.knative.dev); see deploy/rbac.yaml. Server said: ${err.message}`,
+        );
+      }
+      throw err;
+    }
+  }
+
+  #convert(ksvc: KubeObject): App {
+    const rev = (ksvc.status as { latestReadyRevisionName?: string } | undefined)?.latestReadyRevisionName;
+    const replicas = rev ? this.#replicas.get(ksvc.metadata.namespace ?? "", rev) : undefined;
+    return kserviceToApp(ksvc, this.config, { currentReplicas: replicas, logger: this.#log });
+  }
+
+  /** One KService change (undefined = gone) → at most a delete and a create/update. */
+  #apply(ksvc: KubeObject | undefined, key: string): void {
+    const prev = this.#apps.get(key);
+    if (!ksvc) {
+      if (!prev) return;
+      this.#apps.delete(key);
+      this.#publish({ deleteEvent: { app: prev.app } }, prev);
+      return;
+    }
+    let app: App;
+    try {
+      app = this.#convert(ksvc);
+    } catch (err) {
+      this.metrics.conversionErrors++;
+      this.#log.warn("KService cannot be converted to an app; skipped", {
+        ksvc: key,
+        error: err instanceof AppConversionError ? err.message : String(err),
+      });
+      if (prev) {
+        // It was an app and no longer is one: for subscribers, it is gone.
+        this.#apps.delete(key);
+        this.#publish({ deleteEvent: { app: prev.app } }, prev);
+      }
+      return;
+    }
+    const next: Known = { ksvc, app, appKey: appKey(app.metadata?.id), json: JSON.stringify(app) };
+    this.#apps.set(key, next);
+    if (!prev) return this.#publish({ createEvent: { app } }, next);
+    if (prev.appKey !== next.appKey) {
+      // The app-id annotation changed: a different app now lives in this KService.
+      this.#publish({ deleteEvent: { app: prev.app } }, prev);
+      return this.#publish({ createEvent: { app } }, next);
+    }
+    if (prev.json === next.json) {
+      this.metrics.unchanged++;
+      return;
+    }
+    this.#publish({ updateEvent: { updatedApp: app } }, next);
+  }
+
+  #publish(event: WatchResponse, k: Known): void {
+    const kind = "createEvent" in event ? "create" : "updateEvent" in event ? "update" : "delete";
+    this.metrics.events[kind]++;
+    const id = k.app.metadata?.id;
+    for (const [sub, match] of this.#subs) {
+      if (match(id)) sub.push({ key: k.appKey, event });
+    }
+  }
+
+  #onReplicas(namespace: string, revision: string): void {
+    for (const [key, k] of this.#apps) {
+      const rev = (k.ksvc.status as { latestReadyRevisionName?: string } | undefined)?.latestReadyRevisionName;
+      if (rev === revision && k.ksvc.metadata.namespace === namespace) this.#apply(k.ksvc, key);
+    }
+  }
+}
+
+/**
+ * `status.actualReplicas` of Revisions, fetched in the background: a lookup
+ * never blocks the event stream (it answers from the cache, or undefined),
+ * at most one request per revision per TTL, and a changed value re-converts
+ * the apps that use the revision.
+ */
+class ReplicaCache {
+  readonly #values = new Map<string, { value: number | undefined; at: number }>();
+  readonly #inFlight = new Set<string>();
+  readonly client: KubeClient;
+  readonly ttlMs: number;
+  readonly log: Logger;
+  readonly metrics: AppClientMetrics;
+  readonly onChange: (namespace: string, revision: string) => void;
+
+  constructor(
+    client: KubeClient,
+    ttlMs: number,
+    log: Logger,
+    metrics: AppClientMetrics,
+    onChange: (namespace: string, revision: string) => void,
+  ) {
+    this.client = client;
+    this.ttlMs = ttlMs;
+    this.log = log;
+    this.metrics = metrics;
+    this.onChange = onChange;
+  }
+
+  get(namespace: string, revision: string): number | undefined {
+    const key = `${namespace}/${revision}`;
+    const hit = this.#values.get(key);
+    if ((!hit || Date.now() - hit.at > this.ttlMs) && !this.#inFlight.has(key)) void this.#fetch(namespace, revision, key, hit?.value);
+    return hit?.value;
+  }
+
+  async #fetch(namespace: string, revision: string, key: string, old: number | undefined): Promise<void> {
+    this.#inFlight.add(key);
+    this.metrics.revisionRequests++;
+    let value: number | undefined;
+    try {
+      const rev = await this.client.json({ path: `${collectionPath(KNATIVE_REVISIONS, namespace)}/${encodeURIComponent(revision)}` }) as KubeObject;
+      const n = (rev.status as { actualReplicas?: unknown } | undefined)?.actualReplicas;
+      value = typeof n === "number" && n >= 0 ? Math.floor(n) : undefined;
+    } catch (err) {
+      this.log.debug("revision lookup failed; currentReplicas stays unset", { revision: key, error: err instanceof KubeApiError ? err.message : String(err) });
+    } finally {
+      this.#inFlight.delete(key);
+    }
+    this.#values.set(key, { value, at: Date.now() });
+    if (value !== old) this.onChange(namespace, revision);
+  }
+}

@@ -1,0 +1,239 @@
+/**
+ * Per-subscriber delivery of app events with a bounded buffer and a policy
+ * for slow consumers. The producer (the watch loop) only ever calls
+ * {@link Subscription.push}, which never blocks and never throws: a slow or
+ * broken subscriber cannot slow the upstream watch or any other subscriber.
+ *
+ * Policies when the buffer (`watchBufferSize`) is full:
+ * - `coalesce` (default): pending events collapse per app to the net change
+ *   the consumer still has to see, so memory is bounded by the number of
+ *   apps and the consumer always converges to the final state;
+ * - `drop`: Flyte's behaviour — the event is dropped, logged and counted;
+ * - `disconnect`: the subscription ends with a {@link LaggingError}, so the
+ *   caller can resubscribe with a snapshot.
+ * @module
+ */
+import type { Logger } from "../log.ts";
+import { silentLogger } from "../log.ts";
+import type { App, WatchResponse } from "./model.ts";
+
+/** What to do with a subscriber whose buffer is full. */
+export type SlowConsumerPolicy = "coalesce" | "drop" | "disconnect";
+
+/** The subscription fell too far behind under the `disconnect` policy. */
+export class LaggingError extends Error {
+  override readonly name = "LaggingError";
+}
+
+/** One change of one app, as the hub sees it (key = org/project/domain/name). */
+export interface AppChange {
+  key: string;
+  event: WatchResponse;
+}
+
+/** Counters of one subscription. */
+export interface SubscriptionStats {
+  delivered: number;
+  dropped: number;
+  coalesced: number;
+  /** Events waiting now. */
+  pending: number;
+}
+
+type Kind = "create" | "update" | "delete";
+
+function kindOf(e: WatchResponse): Kind {
+  return "createEvent" in e ? "create" : "updateEvent" in e ? "update" : "delete";
+}
+
+function appOf(e: WatchResponse): App {
+  return "createEvent" in e ? e.createEvent.app : "updateEvent" in e ? e.updateEvent.updatedApp : e.deleteEvent.app;
+}
+
+/** Net pending change of one app while coalescing. */
+interface Net {
+  /** Final state: the app, or undefined when it ends deleted. */
+  app: App | undefined;
+  /** The last app seen (for a delete event's payload). */
+  last: App;
+  /** A delete happened in the pending sequence. */
+  deleted: boolean;
+}
+
+/**
+ * A subscriber's stream: an `AsyncIterable<WatchResponse>` with `close()`.
+ * The first {@link Subscription.snapshotSize} items are the snapshot's
+ * `createEvent`s (when one was asked for); everything after is live.
+ */
+export class Subscription implements AsyncIterable<WatchResponse> {
+  /** How many leading items are the snapshot (0 without one). */
+  snapshotSize = 0;
+  readonly policy: SlowConsumerPolicy;
+  readonly bufferSize: number;
+  readonly #log: Logger;
+  readonly #onClose: (s: Subscription) => void;
+  // FIFO while there is room; a per-app net-change map once coalescing.
+  #fifo: AppChange[] = [];
+  /** Snapshot items still in the FIFO (not counted against the buffer). */
+  #reserved = 0;
+  #net: Map<string, Net> | undefined;
+  /** Apps the consumer has been told exist (needed to compute net changes). */
+  readonly #known = new Set<string>();
+  #waiter: (() => void) | undefined;
+  #closed = false;
+  #error: Error | undefined;
+  readonly #stats = { delivered: 0, dropped: 0, coalesced: 0 };
+
+  constructor(options: { policy: SlowConsumerPolicy; bufferSize: number; logger?: Logger; onClose?: (s: Subscription) => void }) {
+    this.policy = options.policy;
+    this.bufferSize = Math.max(1, options.bufferSize);
+    this.#log = options.logger ?? silentLogger;
+    this.#onClose = options.onClose ?? (() => {});
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  stats(): SubscriptionStats {
+    return { ...this.#stats, pending: this.#fifo.length + (this.#net?.size ?? 0) };
+  }
+
+  /**
+   * Queues a snapshot ahead of everything else. Snapshot items do not count
+   * against the buffer (they are bounded by the number of apps), so no policy
+   * ever drops or lags on them.
+   */
+  preload(changes: AppChange[]): void {
+    this.snapshotSize = changes.length;
+    this.#fifo.push(...changes);
+    this.#reserved = changes.length;
+    this.#wake();
+  }
+
+  /** Offers one change. Never blocks, never throws. Returns false if it was dropped. */
+  push(change: AppChange): boolean {
+    if (this.#closed) return false;
+    if (this.#net) {
+      this.#merge(change);
+      this.#wake();
+      return true;
+    }
+    if (this.#fifo.length - this.#reserved < this.bufferSize) {
+      this.#fifo.push(change);
+      this.#wake();
+      return true;
+    }
+    switch (this.policy) {
+      case "drop": {
+        this.#stats.dropped++;
+        const name = appOf(change.event).metadata?.id?.name ?? change.key;
+        this.#log.warn(`subscriber channel full, dropping update for app: ${name}`, { key: change.key });
+        return false;
+      }
+      case "disconnect":
+        this.#fail(new LaggingError(`subscriber fell more than ${this.bufferSize} events behind; resubscribe with a snapshot`));
+        return false;
+      case "coalesce": {
+        // From here on, memory is bounded by the number of apps, not the number of events.
+        this.#net = new Map();
+        this.#reserved = 0;
+        for (const c of this.#fifo.splice(0)) this.#merge(c);
+        this.#merge(change);
+        this.#wake();
+        return true;
+      }
+    }
+  }
+
+  /** Ends the subscription; a waiting consumer sees the end of the stream. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#fifo = [];
+    this.#net = undefined;
+    this.#wake();
+    this.#onClose(this);
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<WatchResponse, void, undefined> {
+    try {
+      for (;;) {
+        const next = this.#take();
+        if (next) {
+          this.#stats.delivered++;
+          const k = kindOf(next.event);
+          if (k === "delete") this.#known.delete(next.key);
+          else this.#known.add(next.key);
+          yield next.event;
+          continue;
+        }
+        if (this.#error) throw this.#error;
+        if (this.#closed) return;
+        await new Promise<void>((resolve) => (this.#waiter = resolve));
+      }
+    } finally {
+      this.close();
+    }
+  }
+
+  #take(): AppChange | undefined {
+    if (this.#error) return undefined;
+    const head = this.#fifo.shift();
+    if (head) {
+      if (this.#reserved > 0) this.#reserved--;
+      return head;
+    }
+    if (!this.#net) return undefined;
+    const first = this.#net.entries().next();
+    if (first.done) {
+      this.#net = undefined; // drained: back to plain FIFO
+      return undefined;
+    }
+    const [key, net] = first.value;
+    this.#net.delete(key);
+    if (this.#net.size === 0) this.#net = undefined;
+    return this.#resolve(key, net) ?? this.#take();
+  }
+
+  /** The one event that brings the consumer from what it knows to the net final state. */
+  #resolve(key: string, net: Net): AppChange | undefined {
+    const known = this.#known.has(key);
+    if (net.app === undefined) return known ? { key, event: { deleteEvent: { app: net.last } } } : undefined;
+    if (!known || net.deleted) return { key, event: { createEvent: { app: net.app } } };
+    return { key, event: { updateEvent: { updatedApp: net.app } } };
+  }
+
+  #merge(change: AppChange): void {
+    const prev = this.#net!.get(change.key);
+    if (prev) this.#stats.coalesced++;
+    const app = appOf(change.event);
+    const kind = kindOf(change.event);
+    const next: Net = prev ?? { app: undefined, last: app, deleted: false };
+    if (kind === "delete") {
+      next.app = undefined;
+      next.deleted = true;
+    } else {
+      next.app = app;
+    }
+    next.last = app;
+    // Re-insert to keep per-app entries in order of their latest change.
+    this.#net!.delete(change.key);
+    this.#net!.set(change.key, next);
+  }
+
+  #fail(error: Error): void {
+    this.#error = error;
+    this.#fifo = [];
+    this.#net = undefined;
+    this.#wake();
+    this.#onClose(this);
+    this.#closed = true;
+  }
+
+  #wake(): void {
+    const w = this.#waiter;
+    this.#waiter = undefined;
+    w?.();
+  }
+}

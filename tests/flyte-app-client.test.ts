@@ -1,0 +1,289 @@
+/**
+ * AppK8sClient against the sandbox API server over real HTTP: the seed's
+ * programs, subscription targets, snapshots, real-change filtering, slow
+ * consumers, and the startup errors.
+ */
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { KubeClient } from "../src/kube/client.ts";
+import { createLogger } from "../src/log.ts";
+import { AppK8sClient, AppNotFoundError, AppsForbiddenError, KnativeNotInstalledError } from "../src/flyte/app-client.ts";
+import type { App, WatchResponse } from "../src/flyte/model.ts";
+import { KServiceName } from "../src/flyte/naming.ts";
+import type { Subscription } from "../src/flyte/subscriptions.ts";
+import { startSandbox } from "../src/sandbox/mod.ts";
+import type { KubeObject } from "../src/watch/types.ts";
+import { waitFor } from "./helpers/run.ts";
+import { startScripted, status } from "./helpers/scripted.ts";
+
+function ksvc(project: string, domain: string, name: string, extra: { ns?: string; image?: string; ready?: boolean; org?: string } = {}): KubeObject {
+  const id = { project, domain, name };
+  return {
+    apiVersion: "serving.knative.dev/v1",
+    kind: "Service",
+    metadata: {
+      name: KServiceName(id),
+      namespace: extra.ns ?? "flyte",
+      labels: { "flyte.org/app-managed": "true", "flyte.org/project": project, "flyte.org/domain": domain },
+      annotations: { "flyte.org/app-id": `${project}/${domain}/${name}`, ...(extra.org ? { "flyte.org/app-org": extra.org } : {}) },
+    },
+    spec: { template: { spec: { containers: [{ image: extra.image ?? "app:v1" }] } } },
+  };
+}
+
+const readyStatus = (rev: string) => ({
+  latestReadyRevisionName: rev,
+  conditions: [
+    { type: "ConfigurationsReady", status: "True", lastTransitionTime: "2026-04-30T12:00:09Z" },
+    { type: "Ready", status: "True", lastTransitionTime: "2026-04-30T12:00:10Z" },
+    { type: "RoutesReady", status: "True", lastTransitionTime: "2026-04-30T12:00:10Z" },
+  ],
+});
+
+function describeEvent(e: WatchResponse): string {
+  const a: App = "createEvent" in e ? e.createEvent.app : "updateEvent" in e ? e.updateEvent.updatedApp : e.deleteEvent.app;
+  const id = a.metadata?.id;
+  const kind = "createEvent" in e ? "create" : "updateEvent" in e ? "update" : "delete";
+  return `${kind} ${id?.project}/${id?.domain}/${id?.name}`;
+}
+
+/** Collects a subscription's events in the background. */
+function collect(sub: Subscription) {
+  const got: WatchResponse[] = [];
+  const done = (async () => {
+    for await (const e of sub) got.push(e);
+  })();
+  return { got, done, lines: () => got.map(describeEvent) };
+}
+
+async function setup(options: { watchBufferSize?: number; slowConsumer?: "coalesce" | "drop" | "disconnect" } = {}) {
+  const sb = await startSandbox({ bookmarkIntervalMs: 0 });
+  const client = new KubeClient({ server: sb.url });
+  const apps = new AppK8sClient({
+    client,
+    namespace: "flyte",
+    config: { baseDomain: "localhost", scheme: "http", ingressAppsPort: 30081, watchBufferSize: options.watchBufferSize ?? 100, slowConsumer: options.slowConsumer },
+    watch: { idleTimeoutMs: 2_000, backoff: { initialMs: 5, maxMs: 50 } },
+  });
+  return {
+    sb,
+    apps,
+    async close() {
+      await apps.stopWatching();
+      await sb.close();
+    },
+  };
+}
+
+describe("AppK8sClient", () => {
+  test("the seed's program: subscribe, then List for the baseline, then the event loop sees create/update/delete", async () => {
+    const { sb, apps, close } = await setup();
+    try {
+      sb.sandbox.create("services", ksvc("proj", "dev", "existing"));
+      await apps.startWatching();
+      const sub = apps.subscribe("my-flyte-app");
+      const { apps: snapshot, token } = await apps.list("proj", "dev", 0, "");
+      assert.deepEqual(snapshot.map((a) => a.metadata?.id?.name), ["existing"]);
+      assert.equal(token, "");
+      const c = collect(sub);
+      const name = KServiceName({ project: "proj", domain: "dev", name: "my-flyte-app" });
+      sb.sandbox.create("services", ksvc("proj", "dev", "my-flyte-app"));
+      sb.sandbox.updateStatus("services", "flyte", name, readyStatus(`${name}-00001`));
+      sb.sandbox.delete("services", "flyte", name);
+      await waitFor(() => c.got.length === 3, "three events");
+      assert.deepEqual(c.lines(), ["create proj/dev/my-flyte-app", "update proj/dev/my-flyte-app", "delete proj/dev/my-flyte-app"]);
+      const updated = c.got[1]!;
+      assert.ok("updateEvent" in updated);
+      assert.equal(updated.updateEvent.updatedApp.status?.conditions?.at(-1)?.deploymentStatus, "DEPLOYMENT_STATUS_ACTIVE");
+      assert.equal(updated.updateEvent.updatedApp.status?.ingress?.publicUrl, "http://my-flyte-app-proj-dev.localhost:30081");
+      apps.unsubscribe("my-flyte-app", sub);
+      await c.done;
+    } finally {
+      await close();
+    }
+  });
+
+  test("the seed's complete WatchApps: subscribe(name), snapshot via List(\"\", \"\", 0, \"\"), then stream", async () => {
+    const { sb, apps, close } = await setup();
+    try {
+      for (const [p, n] of [["proj", "web"], ["other", "web"], ["proj", "api"]] as const) sb.sandbox.create("services", ksvc(p, "dev", n));
+      await apps.startWatching();
+      // 1. Subscribe
+      const ch = apps.subscribe("web");
+      // 2. Snapshot (the seed's simplified form: every app in the namespace, filtered by name)
+      const { apps: snapshot } = await apps.list("", "", 0, "");
+      const seen = snapshot.filter((a) => a.metadata?.id?.name === "web").map((a) => `snapshot ${a.metadata?.id?.project}`);
+      // 3. Stream
+      const c = collect(ch);
+      sb.sandbox.create("services", ksvc("third", "dev", "web"));
+      await waitFor(() => c.got.length === 1, "live event");
+      apps.unsubscribe("web", ch);
+      await c.done;
+      assert.deepEqual([...seen, ...c.lines()], ["snapshot other", "snapshot proj", "create third/dev/web"]);
+    } finally {
+      await close();
+    }
+  });
+
+  test("namespace scoping: apps in other namespaces are neither listed nor watched", async () => {
+    const { sb, apps, close } = await setup();
+    try {
+      await apps.startWatching();
+      const c = collect(apps.subscribe(""));
+      sb.sandbox.create("services", ksvc("proj", "dev", "elsewhere", { ns: "other" }));
+      sb.sandbox.create("services", ksvc("proj", "dev", "here"));
+      await waitFor(() => c.got.length === 1, "one event");
+      await new Promise((r) => setTimeout(r, 50));
+      assert.deepEqual(c.lines(), ["create proj/dev/here"]);
+      assert.deepEqual((await apps.list("proj", "dev")).apps.map((a) => a.metadata?.id?.name), ["here"]);
+    } finally {
+      await close();
+    }
+  });
+
+  test("identity targets are isolated (same name, two projects); a bare name gets both; project and org targets; \"\" gets all", async () => {
+    const { sb, apps, close } = await setup();
+    try {
+      await apps.startWatching();
+      const exact = collect(apps.subscribe({ project: "proj-a", domain: "dev", name: "x" }));
+      const bare = collect(apps.subscribe("x"));
+      const project = collect(apps.subscribe({ project: "proj-b", domain: "dev" }));
+      const org = collect(apps.subscribe({ org: "acme" }));
+      const all = collect(apps.subscribe(""));
+      sb.sandbox.create("services", ksvc("proj-a", "dev", "x"));
+      sb.sandbox.create("services", ksvc("proj-b", "dev", "x"));
+      sb.sandbox.create("services", ksvc("proj-b", "dev", "y", { org: "acme" }));
+      await waitFor(() => all.got.length === 3, "all three");
+      assert.deepEqual(exact.lines(), ["create proj-a/dev/x"]);
+      assert.deepEqual(bare.lines(), ["create proj-a/dev/x", "create proj-b/dev/x"]);
+      assert.deepEqual(project.lines(), ["create proj-b/dev/x", "create proj-b/dev/y"]);
+      assert.deepEqual(org.lines(), ["create proj-b/dev/y"]);
+    } finally {
+      await close();
+    }
+  });
+
+  test("snapshot: createEvents for every matching app first (snapshotSize tells where it ends), then live events, no gap and no duplicate", async () => {
+    const { sb, apps, close } = await setup();
+    try {
+      for (const n of ["a", "b", "c"]) sb.sandbox.create("services", ksvc("proj", "dev", n));
+      sb.sandbox.create("services", ksvc("other", "dev", "z"));
+      await apps.startWatching();
+      const sub = apps.subscribe({ project: "proj", domain: "dev" }, { snapshot: true });
+      assert.equal(sub.snapshotSize, 3);
+      const c = collect(sub);
+      sb.sandbox.create("services", ksvc("proj", "dev", "d"));
+      sb.sandbox.delete("services", "flyte", KServiceName({ project: "proj", domain: "dev", name: "a" }));
+      await waitFor(() => c.got.length === 5, "snapshot + 2 live");
+      assert.deepEqual(c.lines(), ["create proj/dev/a", "create proj/dev/b", "create proj/dev/c", "create proj/dev/d", "delete proj/dev/a"]);
+    } finally {
+      await close();
+    }
+  });
+
+  test("only real changes: a KService change that does not change the App sends nothing; leaving the selector is a delete", async () => {
+    const { sb, apps, close } = await setup();
+    try {
+      await apps.startWatching();
+      const c = collect(apps.subscribe(""));
+      const name = KServiceName({ project: "proj", domain: "dev", name: "app" });
+      sb.sandbox.create("services", ksvc("proj", "dev", "app"));
+      await waitFor(() => c.got.length === 1, "create");
+      sb.sandbox.patch("services", "flyte", name, { spec: { template: { spec: { containers: [{ image: "app:v2" }] } } } });
+      await waitFor(() => apps.metrics.unchanged === 1, "the image change was seen");
+      sb.sandbox.patch("services", "flyte", name, { metadata: { labels: { "flyte.org/app-managed": "false" } } });
+      await waitFor(() => c.got.length === 2, "delete");
+      sb.sandbox.patch("services", "flyte", name, { metadata: { labels: { "flyte.org/app-managed": "true" } } });
+      await waitFor(() => c.got.length === 3, "create again");
+      assert.deepEqual(c.lines(), ["create proj/dev/app", "delete proj/dev/app", "create proj/dev/app"]);
+    } finally {
+      await close();
+    }
+  });
+
+  test("a KService without flyte.org/app-id is counted and logged, never silently dropped", async () => {
+    const { sb, apps, close } = await setup();
+    try {
+      await apps.startWatching();
+      const bad = ksvc("proj", "dev", "bad");
+      delete bad.metadata.annotations!["flyte.org/app-id"];
+      sb.sandbox.create("services", bad);
+      await waitFor(() => apps.metrics.conversionErrors === 1, "counted");
+    } finally {
+      await close();
+    }
+  });
+
+  test("currentReplicas without slowing the stream: 1,000 events for one KService cause only a handful of Revision requests", async () => {
+    const { sb, apps, close } = await setup();
+    try {
+      const name = KServiceName({ project: "proj", domain: "dev", name: "scaled" });
+      sb.sandbox.create("revisions", { apiVersion: "serving.knative.dev/v1", kind: "Revision", metadata: { name: `${name}-00001`, namespace: "flyte" }, spec: {} });
+      sb.sandbox.updateStatus("revisions", "flyte", `${name}-00001`, { actualReplicas: 3 });
+      sb.sandbox.create("services", ksvc("proj", "dev", "scaled"));
+      sb.sandbox.updateStatus("services", "flyte", name, readyStatus(`${name}-00001`));
+      await apps.startWatching();
+      const c = collect(apps.subscribe("scaled"));
+      for (let i = 0; i < 1000; i++) sb.sandbox.patch("services", "flyte", name, { metadata: { annotations: { bump: String(i) } } });
+      await waitFor(() => c.got.some((e) => "updateEvent" in e && e.updateEvent.updatedApp.status?.currentReplicas === 3), "replicas arrive");
+      await waitFor(() => apps.metrics.unchanged >= 990, "all events processed");
+      assert.ok(apps.metrics.revisionRequests <= 3, `revision requests: ${apps.metrics.revisionRequests}`);
+    } finally {
+      await close();
+    }
+  });
+
+  test("stopWatching ends every subscription; getApp finds an app or throws a typed not-found error", async () => {
+    const { sb, apps, close } = await setup();
+    try {
+      sb.sandbox.create("services", ksvc("proj", "dev", "here"));
+      await apps.startWatching();
+      await apps.startWatching(); // idempotent
+      const got = await apps.getApp({ project: "proj", domain: "dev", name: "here" });
+      assert.equal(got.metadata?.id?.name, "here");
+      assert.equal(got.metadata?.id?.org, "flyte");
+      await assert.rejects(apps.getApp({ project: "proj", domain: "dev", name: "nope" }), AppNotFoundError);
+      const c = collect(apps.subscribe(""));
+      await apps.stopWatching();
+      await c.done; // ended, not hanging
+    } finally {
+      await close();
+    }
+  });
+
+  test("startWatching rejects clearly when Knative is not installed (404) or RBAC forbids it (403)", async () => {
+    const server = await startScripted();
+    try {
+      server.next(status(404, "NotFound", { message: "the server could not find the requested resource" }));
+      const a = new AppK8sClient({ client: new KubeClient({ server: server.url }) });
+      await assert.rejects(a.startWatching(), (e: unknown) => e instanceof KnativeNotInstalledError && /Knative Serving is not installed/.test(e.message));
+      server.next(status(403, "Forbidden", { message: 'services.serving.knative.dev is forbidden: User "x" cannot list resource "services"' }));
+      const b = new AppK8sClient({ client: new KubeClient({ server: server.url }) });
+      await assert.rejects(b.startWatching(), (e: unknown) => e instanceof AppsForbiddenError && /needs get, list and watch on services.serving.knative.dev/.test(e.message));
+    } finally {
+      await server.close();
+    }
+  });
+
+  test("a slow subscriber under drop is counted; the fast one gets everything; the watch is never slowed", async () => {
+    const lines: string[] = [];
+    const sb = await startSandbox({ bookmarkIntervalMs: 0, historyLimit: 10_000 });
+    const apps = new AppK8sClient({
+      client: new KubeClient({ server: sb.url }),
+      config: { watchBufferSize: 10, slowConsumer: "drop" },
+      logger: createLogger({ level: "warn", sink: (l) => lines.push(l) }),
+    });
+    try {
+      await apps.startWatching();
+      const stalled = apps.subscribe(""); // never read
+      const fast = collect(apps.subscribe(""));
+      for (let i = 0; i < 200; i++) sb.sandbox.create("services", ksvc("proj", "dev", `app-${i}`));
+      await waitFor(() => fast.got.length === 200, "fast subscriber got all 200", 20_000);
+      assert.equal(stalled.stats().dropped, 190);
+      assert.ok(lines.some((l) => l.includes("subscriber channel full, dropping update for app: app-")));
+    } finally {
+      await apps.stopWatching();
+      await sb.close();
+    }
+  });
+});

@@ -1,0 +1,150 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { createLogger } from "../src/log.ts";
+import type { App, WatchResponse } from "../src/flyte/model.ts";
+import { type AppChange, LaggingError, Subscription } from "../src/flyte/subscriptions.ts";
+
+const app = (name: string, v: number): App => ({ metadata: { id: { org: "flyte", project: "p", domain: "d", name } }, status: { currentReplicas: v } });
+const create = (name: string, v = 0): AppChange => ({ key: `flyte/p/d/${name}`, event: { createEvent: { app: app(name, v) } } });
+const update = (name: string, v: number): AppChange => ({ key: `flyte/p/d/${name}`, event: { updateEvent: { updatedApp: app(name, v) } } });
+const del = (name: string, v = 0): AppChange => ({ key: `flyte/p/d/${name}`, event: { deleteEvent: { app: app(name, v) } } });
+
+function show(e: WatchResponse): string {
+  if ("createEvent" in e) return `create ${e.createEvent.app.metadata!.id!.name}@${e.createEvent.app.status?.currentReplicas ?? 0}`;
+  if ("updateEvent" in e) return `update ${e.updateEvent.updatedApp.metadata!.id!.name}@${e.updateEvent.updatedApp.status?.currentReplicas ?? 0}`;
+  return `delete ${e.deleteEvent.app.metadata!.id!.name}`;
+}
+
+/** Reads n events without ending the subscription (leaving a for-await loop closes it). */
+async function take(s: Subscription, n: number): Promise<string[]> {
+  let it = readers.get(s);
+  if (!it) readers.set(s, (it = s[Symbol.asyncIterator]()));
+  const out: string[] = [];
+  while (out.length < n) {
+    const r = await it.next();
+    if (r.done) break;
+    out.push(show(r.value));
+  }
+  return out;
+}
+const readers = new WeakMap<Subscription, AsyncIterator<WatchResponse>>();
+
+/** Reads until the subscription ends. */
+async function drain(s: Subscription): Promise<string[]> {
+  return await take(s, Infinity);
+}
+
+describe("Subscription: bounded buffers and slow-consumer policies", () => {
+  test("under its buffer size every event is delivered in order", async () => {
+    const t = new Subscription({ policy: "drop", bufferSize: 10 });
+    for (const c of [create("a"), update("a", 1), create("b"), del("a")]) assert.equal(t.push(c), true);
+    assert.deepEqual(await take(t, 4), ["create a@0", "update a@1", "create b@0", "delete a"]);
+  });
+
+  test("close() ends a consumer that is waiting for events", async () => {
+    const s = new Subscription({ policy: "coalesce", bufferSize: 10 });
+    const reading = drain(s);
+    await new Promise((r) => setTimeout(r, 10));
+    s.close();
+    assert.deepEqual(await reading, []);
+    assert.equal(s.push(create("late")), false, "a closed subscription takes nothing");
+  });
+
+  test("drop: Flyte's behaviour — dropped, logged with Flyte's message, counted", async () => {
+    const lines: string[] = [];
+    const s = new Subscription({ policy: "drop", bufferSize: 2, logger: createLogger({ sink: (l) => lines.push(l) }) });
+    const pushed = [create("a"), create("b"), create("c"), update("a", 5)].map((c) => s.push(c));
+    assert.deepEqual(pushed, [true, true, false, false]);
+    assert.equal(s.stats().dropped, 2);
+    assert.match(lines[0]!, /"msg":"subscriber channel full, dropping update for app: c"/);
+    assert.deepEqual(await take(s, 2), ["create a@0", "create b@0"]);
+  });
+
+  test("disconnect: the subscription ends with a typed LaggingError", async () => {
+    const s = new Subscription({ policy: "disconnect", bufferSize: 2 });
+    s.push(create("a"));
+    s.push(create("b"));
+    assert.equal(s.push(create("c")), false);
+    assert.equal(s.closed, true);
+    await assert.rejects(drain(s), (e: unknown) => e instanceof LaggingError && /resubscribe with a snapshot/.test(e.message));
+  });
+
+  test("coalesce: create then delete of an app the consumer never saw → nothing", async () => {
+    const s = new Subscription({ policy: "coalesce", bufferSize: 1 });
+    s.push(create("filler"));
+    s.push(create("x"));
+    s.push(del("x"));
+    s.push(create("end"));
+    assert.deepEqual(await take(s, 2), ["create filler@0", "create end@0"]);
+  });
+
+  test("coalesce: delete then create of a known app → create (latest)", async () => {
+    const s = new Subscription({ policy: "coalesce", bufferSize: 1 });
+    s.push(create("x"));
+    assert.deepEqual(await take(s, 1), ["create x@0"]);
+    s.push(create("filler"));
+    s.push(del("x"));
+    s.push(create("x", 7));
+    assert.deepEqual(await take(s, 2), ["create filler@0", "create x@7"]);
+  });
+
+  test("coalesce: create then update → one create with the latest app; update then delete → delete", async () => {
+    const s = new Subscription({ policy: "coalesce", bufferSize: 1 });
+    s.push(create("known"));
+    assert.deepEqual(await take(s, 1), ["create known@0"]);
+    s.push(create("filler"));
+    s.push(create("fresh", 1));
+    s.push(update("fresh", 2));
+    s.push(update("known", 3));
+    s.push(del("known", 3));
+    assert.deepEqual(await take(s, 3), ["create filler@0", "create fresh@2", "delete known"]);
+    assert.ok(s.stats().coalesced >= 2);
+  });
+
+  test("a 50,000-event burst with a stalled subscriber: memory bounded by the number of apps, convergence to the final state", async () => {
+    const apps = 200;
+    const slow = new Subscription({ policy: "coalesce", bufferSize: 100 });
+    const fast = new Subscription({ policy: "coalesce", bufferSize: 100 });
+    const fastSeen: string[] = [];
+    const truth = new Map<string, number | undefined>();
+    let maxPending = 0;
+    let v = 0;
+    const fastLoop = (async () => {
+      for await (const e of fast) fastSeen.push(show(e));
+    })();
+    for (let i = 0; i < 50_000; i++) {
+      const name = `app-${i % apps}`;
+      const exists = truth.get(name) !== undefined;
+      const c = !exists ? create(name, ++v) : i % 7 === 0 ? del(name) : update(name, ++v);
+      truth.set(name, "deleteEvent" in c.event ? undefined : v);
+      slow.push(c);
+      fast.push(c);
+      maxPending = Math.max(maxPending, slow.stats().pending);
+      if (i % 100 === 0) await new Promise((r) => setTimeout(r, 0)); // the fast consumer keeps up
+    }
+    assert.ok(maxPending <= apps + 100, `pending peaked at ${maxPending}`);
+    // The stalled subscriber now reads: replaying what it gets must give the final truth.
+    const state = new Map<string, number>();
+    const slowLoop = (async () => {
+      for await (const e of slow) {
+        const line = show(e);
+        const [kind, rest] = line.split(" ");
+        const [name, val] = rest!.split("@");
+        if (kind === "delete") {
+          assert.ok(state.has(name!), `delete of unknown ${name}`);
+          state.delete(name!);
+        } else if (kind === "update") {
+          assert.ok(state.has(name!), `update of unknown ${name}`);
+          state.set(name!, Number(val));
+        } else state.set(name!, Number(val));
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 50));
+    slow.close();
+    fast.close();
+    await Promise.all([slowLoop, fastLoop]);
+    const want = new Map([...truth].filter(([, x]) => x !== undefined) as [string, number][]);
+    assert.deepEqual(new Map([...state].sort()), new Map([...want].sort()));
+    assert.ok(fastSeen.length > 1000, "the fast subscriber was served throughout");
+  });
+});
