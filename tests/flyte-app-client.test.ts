@@ -265,6 +265,43 @@ describe("AppK8sClient", () => {
     }
   });
 
+  test("a consumer that throws affects no other subscriber and not the watch", async () => {
+    const { sb, apps, close } = await setup();
+    try {
+      await apps.startWatching();
+      const bad = apps.subscribe("");
+      const badLoop = (async () => {
+        for await (const _ of bad) throw new Error("consumer bug");
+      })();
+      const good = collect(apps.subscribe(""));
+      sb.sandbox.create("services", ksvc("proj", "dev", "one"));
+      await assert.rejects(badLoop, /consumer bug/);
+      assert.equal(bad.closed, true, "leaving the loop ends that subscription only");
+      sb.sandbox.create("services", ksvc("proj", "dev", "two"));
+      await waitFor(() => good.got.length === 2, "the other subscriber keeps getting events");
+      assert.equal(apps.metrics.subscribers, 1);
+    } finally {
+      await close();
+    }
+  });
+
+  test("watching all namespaces: events from every namespace; getApp finds an app wherever it lives", async () => {
+    const sb = await startSandbox({ bookmarkIntervalMs: 0 });
+    const apps = new AppK8sClient({ client: new KubeClient({ server: sb.url }), namespace: "*" });
+    try {
+      sb.sandbox.create("services", ksvc("proj", "dev", "a", { ns: "team-1" }));
+      await apps.startWatching();
+      const c = collect(apps.subscribe("", { snapshot: true }));
+      sb.sandbox.create("services", ksvc("proj", "dev", "b", { ns: "team-2" }));
+      await waitFor(() => c.got.length === 2, "both namespaces");
+      assert.equal((await apps.getApp({ project: "proj", domain: "dev", name: "b" })).status?.k8sMetadata?.namespace, "team-2");
+      await assert.rejects(apps.getApp({ project: "proj", domain: "dev", name: "zz" }), AppNotFoundError);
+    } finally {
+      await apps.stopWatching();
+      await sb.close();
+    }
+  });
+
   test("a slow subscriber under drop is counted; the fast one gets everything; the watch is never slowed", async () => {
     const lines: string[] = [];
     const sb = await startSandbox({ bookmarkIntervalMs: 0, historyLimit: 10_000 });

@@ -101,6 +101,39 @@ describe("Subscription: bounded buffers and slow-consumer policies", () => {
     assert.ok(s.stats().coalesced >= 2);
   });
 
+  for (const policy of ["drop", "disconnect"] as const) {
+    test(`a 50,000-event burst with one stalled subscriber under ${policy}: bounded memory, the fast one gets every change in order`, async () => {
+      const stalled = new Subscription({ policy, bufferSize: 100 });
+      const fast = new Subscription({ policy, bufferSize: 100 });
+      const sent: string[] = [];
+      const seen: string[] = [];
+      const reader = (async () => {
+        for await (const e of fast) seen.push(show(e));
+      })();
+      let maxPending = 0;
+      for (let i = 0; i < 50_000; i++) {
+        const c = i % 3 === 0 ? create(`app-${i}`, i) : update(`app-${i - (i % 3)}`, i);
+        sent.push(show(c.event));
+        stalled.push(c);
+        fast.push(c);
+        maxPending = Math.max(maxPending, stalled.stats().pending);
+        if (i % 50 === 0) await new Promise((r) => setTimeout(r, 0));
+      }
+      await new Promise((r) => setTimeout(r, 20));
+      fast.close();
+      await reader;
+      assert.ok(maxPending <= 100, `pending peaked at ${maxPending}`);
+      assert.deepEqual(seen, sent, "the fast subscriber got every change, in order");
+      if (policy === "drop") {
+        assert.equal(stalled.stats().dropped, 50_000 - 100);
+        assert.equal((await take(stalled, 100)).length, 100);
+      } else {
+        assert.equal(stalled.closed, true);
+        await assert.rejects(drain(stalled), LaggingError);
+      }
+    });
+  }
+
   test("a 50,000-event burst with a stalled subscriber: memory bounded by the number of apps, convergence to the final state", async () => {
     const apps = 200;
     const slow = new Subscription({ policy: "coalesce", bufferSize: 100 });

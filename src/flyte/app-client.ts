@@ -235,9 +235,21 @@ export class AppK8sClient {
     return { apps, token: body.metadata?.continue ?? "" };
   }
 
-  /** Flyte's `GetApp`: the KService named by `KServiceName(id)` in the (first) namespace. */
+  /**
+   * Flyte's `GetApp`: the KService named by `KServiceName(id)` in the (first)
+   * namespace; when watching all namespaces, looked up across them by name.
+   */
   async getApp(id: Identifier): Promise<App> {
     const name = KServiceName(id);
+    if (this.namespaces.length === 0) {
+      const body = await this.#client.json({
+        path: collectionPath(KNATIVE_SERVICES),
+        query: { labelSelector: APP_MANAGED_SELECTOR, fieldSelector: `metadata.name=${name}` },
+      }) as { items?: KubeObject[] };
+      const apps = (body.items ?? []).map((o) => this.#convert(o)).filter((a) => appKey(a.metadata?.id).endsWith(`/${id.project}/${id.domain}/${id.name}`));
+      if (apps.length === 0) throw new AppNotFoundError(`KService ${name} not found in any namespace`);
+      return apps[0]!;
+    }
     const res = await this.#client.request({ path: `${collectionPath(KNATIVE_SERVICES, this.namespaces[0])}/${encodeURIComponent(name)}` });
     if (res.status === 404) {
       await res.body?.cancel();

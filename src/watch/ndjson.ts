@@ -36,6 +36,11 @@ export interface NdjsonOptions {
   maxLineBytes?: number;
   /** Called with every chunk's byte length as it arrives (byte counters, inactivity timers). */
   onChunk?: (bytes: number) => void;
+  /**
+   * Stops reading: the reader is cancelled, so a pending read ends at once even
+   * where aborting the request does not reach the body stream.
+   */
+  signal?: AbortSignal;
 }
 
 const NEWLINE = 10;
@@ -60,6 +65,13 @@ export async function* ndjsonLines(
   let partsLength = 0;
   let lineNumber = 0;
   let finished = false;
+  let stopped = false;
+  const onAbort = () => {
+    stopped = true;
+    reader.cancel(options.signal?.reason).catch(() => {});
+  };
+  if (options.signal?.aborted) onAbort();
+  options.signal?.addEventListener("abort", onAbort, { once: true });
 
   const take = (tail: Uint8Array): Uint8Array => {
     if (parts.length === 0) return tail;
@@ -92,6 +104,8 @@ export async function* ndjsonLines(
     for (;;) {
       const { value, done } = await reader.read();
       if (done) {
+        // A cancelled read also ends with done: that is an abort, not the end of the stream.
+        if (stopped) throw options.signal?.reason ?? new Error("aborted");
         finished = true;
         break;
       }
@@ -119,6 +133,7 @@ export async function* ndjsonLines(
       if (line !== undefined && !isBlank(line)) yield line;
     }
   } finally {
+    options.signal?.removeEventListener("abort", onAbort);
     if (!finished) await reader.cancel().catch(() => {});
     reader.releaseLock();
   }

@@ -383,9 +383,13 @@ export class Reflector<T extends KubeObject = KubeObject> {
       const reader = (res.body ?? new Response("").body!).getReader();
       const chunks: Uint8Array[] = [];
       let length = 0;
+      // Cancel the reader on abort too: not every runtime ends a pending body read when the request aborts.
+      const onAbort = () => reader.cancel(conn.signal.reason).catch(() => {});
+      conn.signal.addEventListener("abort", onAbort, { once: true });
       try {
         for (;;) {
           const { value, done } = await reader.read();
+          if (conn.signal.aborted) throw conn.translate(conn.signal.reason);
           if (done) break;
           conn.touch();
           chunks.push(value);
@@ -393,6 +397,7 @@ export class Reflector<T extends KubeObject = KubeObject> {
           this.metrics.bytes += value.length;
         }
       } finally {
+        conn.signal.removeEventListener("abort", onAbort);
         reader.releaseLock();
       }
       const all = new Uint8Array(length);
@@ -510,6 +515,7 @@ export class Reflector<T extends KubeObject = KubeObject> {
       }
       if (!res.body) return { kind: "ended", events, ms: Date.now() - started };
       const lines = ndjsonValues(res.body, {
+        signal: conn.signal,
         maxLineBytes: this.#o.maxLineBytes,
         onChunk: (n) => {
           this.metrics.bytes += n;
