@@ -21,6 +21,9 @@ import { KNATIVE_SERVICES, type KubeObject } from "../../src/watch/types.ts";
 import { fingerprint, strictReplay } from "../helpers/replay.ts";
 import { start, summary, waitFor } from "../helpers/run.ts";
 import { realClusterAvailable, REPO_ROOT } from "./cluster.ts";
+import { AppK8sClient } from "../../src/flyte/app-client.ts";
+import type { WatchResponse } from "../../src/flyte/model.ts";
+import { KServiceName } from "../../src/flyte/naming.ts";
 import { defineScenarios } from "./scenarios.ts";
 import { realTarget, type Target } from "./targets.ts";
 import { startTcpProxy } from "./tcp-proxy.ts";
@@ -270,6 +273,65 @@ describe("real kube-apiserver: least privilege and credentials", () => {
       await run.stop();
       await client.close();
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("real kube-apiserver: Flyte apps through AppK8sClient", () => {
+  let t: Target;
+  before(async () => {
+    t = await realTarget();
+  });
+  after(async () => {
+    await t?.stop();
+  });
+
+  test("create → status Ready with replicas from the Revision → delete arrive as Flyte WatchResponses", async () => {
+    const ns = "apps";
+    await t.ensureNamespace(ns);
+    const id = { project: "proj", domain: "dev", name: "myapp" };
+    const name = KServiceName(id);
+    const apps = new AppK8sClient({ client: await t.client(), namespace: ns, config: { baseDomain: "localhost", scheme: "http", ingressAppsPort: 30081 } });
+    await apps.startWatching();
+    const sub = apps.subscribe({ ...id });
+    const got: WatchResponse[] = [];
+    const loop = (async () => {
+      for await (const e of sub) got.push(e);
+    })();
+    try {
+      const svc = ksvc(name, ns);
+      svc.metadata.annotations = { "flyte.org/app-id": "proj/dev/myapp" };
+      await must(t.request("POST", `${API}/namespaces/${ns}/services`, svc), "create ksvc");
+      await must(t.request("POST", `${API}/namespaces/${ns}/revisions`, { apiVersion: "serving.knative.dev/v1", kind: "Revision", metadata: { name: `${name}-00001`, namespace: ns }, spec: {} }), "create revision");
+      await must(t.request("PATCH", `${API}/namespaces/${ns}/revisions/${name}-00001/status`, { status: { actualReplicas: 2 } }, "application/merge-patch+json"), "revision status");
+      await must(
+        t.request("PATCH", `${API}/namespaces/${ns}/services/${name}/status`, {
+          status: {
+            latestReadyRevisionName: `${name}-00001`,
+            conditions: [
+              { type: "ConfigurationsReady", status: "True", lastTransitionTime: "2026-04-30T12:00:09Z" },
+              { type: "Ready", status: "True", lastTransitionTime: "2026-04-30T12:00:10Z" },
+              { type: "RoutesReady", status: "True", lastTransitionTime: "2026-04-30T12:00:10Z" },
+            ],
+          },
+        }, "application/merge-patch+json"),
+        "ksvc status",
+      );
+      await waitFor(() => got.some((e) => "updateEvent" in e && e.updateEvent.updatedApp.status?.currentReplicas === 2), "ready with replicas", 30_000);
+      const last = got.at(-1)!;
+      assert.ok("updateEvent" in last);
+      const app = last.updateEvent.updatedApp;
+      assert.deepEqual(app.metadata, { id: { org: "flyte", project: "proj", domain: "dev", name: "myapp" } });
+      assert.equal(app.status?.ingress?.publicUrl, "http://myapp-proj-dev.localhost:30081");
+      assert.deepEqual(app.status?.conditions?.map((c) => c.deploymentStatus), ["DEPLOYMENT_STATUS_ACTIVE", "DEPLOYMENT_STATUS_ACTIVE", "DEPLOYMENT_STATUS_ACTIVE"]);
+      assert.deepEqual(app.status?.k8sMetadata, { namespace: ns });
+      assert.ok("createEvent" in got[0]!);
+      await must(t.request("DELETE", `${API}/namespaces/${ns}/services/${name}`), "delete");
+      await waitFor(() => "deleteEvent" in got.at(-1)!, "delete event", 30_000);
+      assert.deepEqual((await apps.list("", "", 0, "")).apps, []);
+    } finally {
+      await apps.stopWatching();
+      await loop;
     }
   });
 });
