@@ -148,7 +148,7 @@ export async function errorFromResponse(res: Response, request: string): Promise
   }
   return new KubeApiError({
     code: res.status,
-    reason: reasonForCode(res.status),
+    reason: reasonForCode(res.status) ?? "",
     message: text ? text.slice(0, 500) : res.statusText || "no body",
     retryAfterSeconds: parseRetryAfter(retryAfterHeader),
     source: "http",
@@ -156,19 +156,23 @@ export async function errorFromResponse(res: Response, request: string): Promise
   });
 }
 
-function reasonForCode(code: number): string {
+/** The `Status.reason` kube-apiserver uses for an HTTP code, when there is a standard one. */
+export function reasonForCode(code: number): string | undefined {
   switch (code) {
     case 400: return "BadRequest";
     case 401: return "Unauthorized";
     case 403: return "Forbidden";
     case 404: return "NotFound";
+    case 405: return "MethodNotAllowed";
+    case 406: return "NotAcceptable";
     case 409: return "Conflict";
     case 410: return "Expired";
+    case 415: return "UnsupportedMediaType";
     case 422: return "Invalid";
     case 429: return "TooManyRequests";
     case 500: return "InternalError";
     case 503: return "ServiceUnavailable";
     case 504: return "Timeout";
-    default: return "";
+    default: return undefined;
   }
 }

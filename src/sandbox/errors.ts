@@ -3,7 +3,7 @@
  * error type the sandbox throws: a {@link KubeApiError} that also carries its Status body.
  * @module
  */
-import { KubeApiError, type KubeStatusCause } from "../kube/status.ts";
+import { KubeApiError, type KubeStatusCause, reasonForCode as kubeReasonForCode } from "../kube/status.ts";
 import { GROUP, qualifiedResource } from "./resources.ts";
 import type { SandboxResource } from "./types.ts";
 
@@ -59,25 +59,9 @@ export function statusBody(
   return body;
 }
 
-/** The conventional reason for an HTTP code (as `apierrors` uses them). */
+/** The reason for an HTTP code: kube's table, else a generic fallback (the server always names one). */
 export function reasonForCode(code: number): string {
-  switch (code) {
-    case 400: return "BadRequest";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "NotFound";
-    case 405: return "MethodNotAllowed";
-    case 406: return "NotAcceptable";
-    case 409: return "Conflict";
-    case 410: return "Expired";
-    case 415: return "UnsupportedMediaType";
-    case 422: return "Invalid";
-    case 429: return "TooManyRequests";
-    case 500: return "InternalError";
-    case 503: return "ServiceUnavailable";
-    case 504: return "Timeout";
-    default: return code >= 500 ? "InternalError" : "Unknown";
-  }
+  return kubeReasonForCode(code) ?? (code >= 500 ? "InternalError" : "Unknown");
 }
 
 const err = (body: StatusBody) => new SandboxError(body);
