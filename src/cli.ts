@@ -206,7 +206,8 @@ export async function runCli(
       logger,
     });
     for await (const event of watcher.run(io.signal)) {
-      io.stdout(formatEvent(event, options.output, watcher.snapshot().items.length));
+      // Only a synced line reports the object count: snapshot() copies and sorts the store.
+      io.stdout(formatEvent(event, options.output, event.type === "synced" ? watcher.snapshot().items.length : 0));
     }
     logger.info("stopped", { objects: watcher.snapshot().items.length });
     return 0;
