@@ -464,11 +464,71 @@ describe("§2.3 spec annotation", () => {
     const pod = { pod: { metadata: { labels: { a: "b" } }, podSpec: { containers: [{ name: "c", image: "i" }] }, primaryContainerName: "c" } };
     assert.deepEqual(specFromAnnotation(specToAnnotation(pod)), pod);
   });
-  test("missing or empty annotation → no spec, no warning", () => {
+  test("creator (common.EnrichedIdentity) and artifact inputs round-trip", () => {
+    const spec = {
+      container: { image: "i" },
+      creator: {
+        user: {
+          id: { subject: "u-1" },
+          spec: { firstName: "Ada", email: "ada@example.com", groups: ["eng", "ops"], photoUrl: "https://p" },
+          roles: [{ id: { organization: "o", name: "r" }, roleType: "ROLE_TYPE_VIEWER", actions: ["ACTION_VIEW_FLYTE_INVENTORY"] }],
+          policies: [{
+            id: { name: "pol" },
+            bindings: [{ roleId: { name: "r" }, resource: { project: { name: "p", domain: { name: "d", organization: { name: "o" } } } } }],
+            description: "x",
+          }],
+        },
+      },
+      inputs: {
+        items: [
+          {
+            name: "model",
+            artifactQuery: {
+              artifactTag: { artifactKey: { project: "p", domain: "d", name: "m" }, value: { staticValue: "latest" } },
+            },
+          },
+          {
+            name: "data",
+            artifactId: {
+              artifactKey: { project: "p", domain: "d", name: "ds", org: "o" },
+              version: "v3",
+              partitions: { value: { region: { staticValue: "eu" }, run: { inputBinding: { var: "r" } } } },
+              timePartition: { value: { timeValue: "2026-11-30T07:00:00Z" }, granularity: "HOUR" },
+            },
+          },
+          { name: "bound", artifactQuery: { binding: { bindToTimePartition: true, timeTransform: { transform: "1d", op: "PLUS" } } } },
+        ],
+      },
+    };
+    assert.deepEqual(specFromAnnotation(specToAnnotation(spec)), spec);
+    const app = { creator: { application: { id: { subject: "svc" }, spec: { name: "ci", organization: "o" } } } };
+    assert.deepEqual(specFromAnnotation(specToAnnotation(app)), app);
+  });
+  test("creator and artifact_id decode from hand-encoded bytes (field numbers, not just a self round trip)", () => {
+    const enc = new TextEncoder();
+    const ld = (no: number, body: number[]): number[] => [(no << 3) | 2, body.length, ...body];
+    const str = (no: number, s: string): number[] => ld(no, [...enc.encode(s)]);
+    // Spec{ creator(12){ user(1){ id(1){subject(1)}, spec(2){ email(3), groups(6) } } },
+    //       inputs(13){ items(1){ name(1), artifact_id(4){ artifact_key(1){name(3)}, version(2) } } } }
+    const creator = ld(12, ld(1, [...ld(1, str(1, "u-1")), ...ld(2, [...str(3, "a@b.c"), ...str(6, "g")])]));
+    const inputs = ld(13, ld(1, [...str(1, "m"), ...ld(4, [...ld(1, str(3, "model")), ...str(2, "v1")])]));
+    assert.deepEqual(specFromAnnotation(btoa(String.fromCharCode(...creator, ...inputs))), {
+      creator: { user: { id: { subject: "u-1" }, spec: { email: "a@b.c", groups: ["g"] } } },
+      inputs: { items: [{ name: "m", artifactId: { artifactKey: { name: "model" }, version: "v1" } }] },
+    });
+  });
+  test("missing annotation → no spec; empty annotation → empty Spec (Go decodes \"\" to zero bytes); no warning", () => {
     const { logger, lines } = capture();
     assert.equal(specFromAnnotation(undefined, logger), undefined);
-    assert.equal(specFromAnnotation("", logger), undefined);
+    assert.deepEqual(specFromAnnotation("", logger), {});
+    assert.deepEqual(specFromAnnotation("\r\n", logger), {});
     assert.deepEqual(lines, []);
+  });
+  test("kserviceToApp: empty flyte.org/spec → \"spec\":{} (with the stopped override when stopped)", () => {
+    const running = kserviceToApp(ksvc({ annotations: { [ANNOTATIONS.SPEC]: "" } }), DEVBOX);
+    assert.deepEqual(running.spec, {});
+    const stopped = kserviceToApp(ksvc({ annotations: { [ANNOTATIONS.SPEC]: "" }, labels: { [LABELS.APP_STOPPED]: "true" } }), DEVBOX);
+    assert.deepEqual(stopped.spec, { desiredState: "DESIRED_STATE_STOPPED" });
   });
   test("embedded CR/LF are skipped (Go StdEncoding)", () => {
     assert.deepEqual(specFromAnnotation(`${good.slice(0, 8)}\r\n${good.slice(8)}\n`), { container: { image: "nginx:latest" } });
@@ -499,8 +559,8 @@ describe("§2.3 spec annotation", () => {
   }
   test("unknown fields are accepted and not printed (like protojson)", () => {
     const known = atob(good);
-    // field 12 (creator, not declared), length-delimited {1: "u"}; field 99 varint 1
-    const extra = String.fromCharCode(0x62, 0x03, 0x0a, 0x01, 0x75, 0x98, 0x06, 0x01);
+    // field 98 length-delimited {1: "u"}; field 99 varint 1 (neither is declared by any Flyte version)
+    const extra = String.fromCharCode(0x92, 0x06, 0x03, 0x0a, 0x01, 0x75, 0x98, 0x06, 0x01);
     assert.deepEqual(specFromAnnotation(btoa(known + extra)), { container: { image: "nginx:latest" } });
   });
   test("kserviceToApp: an undecodable spec → App without spec + one warning naming the KService", () => {

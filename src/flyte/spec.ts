@@ -30,15 +30,16 @@ export function encodeStdBase64(bytes: Uint8Array): string {
 }
 
 /**
- * base64 of binary protobuf Spec → proto3 JSON; `undefined` when the annotation is missing or
- * empty, and `undefined` plus a warning via `logger` on invalid base64/protobuf (Flyte: silent).
+ * base64 of binary protobuf Spec → proto3 JSON; `undefined` when the annotation is missing, and
+ * `undefined` plus a warning via `logger` on invalid base64/protobuf (Flyte: silent). An empty
+ * value is present and decodes to an empty Spec (`{}`), as Flyte's `ok`-checked lookup does.
  *
- * Unknown fields (numbers we do not declare, e.g. `creator`=12) are accepted by the decoder and
- * kept on the decoded message, but proto3 JSON cannot carry them, so they do not appear in the
- * result — Go's `protojson` drops unknown fields the same way.
+ * Unknown fields (numbers a newer Flyte may add) are accepted by the decoder and kept on the
+ * decoded message, but proto3 JSON cannot carry them, so they do not appear in the result — Go's
+ * `protojson` drops unknown fields the same way.
  */
 export function specFromAnnotation(value: string | undefined, logger?: Logger): Spec | undefined {
-  if (value === undefined || value === "") return undefined;
+  if (value === undefined) return undefined;
   const bytes = decodeStdBase64(value);
   if (!bytes) {
     logger?.warn("flyte.org/spec annotation is not valid base64; app has no spec", { length: value.length });

@@ -5,9 +5,11 @@
  * built at runtime into a `@bufbuild/protobuf` v2 registry. Only field numbers, types and names
  * matter for binary decoding and proto3 JSON; comments, options and buf.validate rules are left out.
  *
- * Not declared (their bytes stay in the message's unknown fields and, like every unknown field,
- * are NOT printed by `toJson`): `Spec.creator` (12, common.EnrichedIdentity), `Input.artifact_query`
- * (3) and `Input.artifact_id` (4). See docs/flyte-compatibility.md.
+ * The closure is complete for everything `Spec` can carry: `Spec.creator` (common.EnrichedIdentity
+ * with its User/Application/Role/Policy/Resource tree from `flyteidl2/common/{identity,identifier,
+ * role,policy,authorization}.proto`) and the artifact inputs (`Input.artifact_query` = 3,
+ * `Input.artifact_id` = 4, from `flyteidl2/core/artifact_id.proto`). Bytes of fields a newer Flyte
+ * adds stay in unknown fields and, like every unknown field, are not printed by `toJson`.
  * @module
  */
 import { create, type DescFile, type DescMessage } from "@bufbuild/protobuf";
@@ -15,6 +17,7 @@ import { createFileRegistry, type FileRegistry } from "@bufbuild/protobuf";
 import {
   file_google_protobuf_duration,
   file_google_protobuf_struct,
+  file_google_protobuf_timestamp,
   type FileDescriptorProto,
   FileDescriptorProtoSchema,
 } from "@bufbuild/protobuf/wkt";
@@ -24,7 +27,7 @@ const T = { uint64: 4, int32: 5, bool: 8, string: 9, message: 11, uint32: 13, en
 const LABEL_OPTIONAL = 1;
 const LABEL_REPEATED = 3;
 
-/** `[name, number, type, flags]`; type is a scalar name, `map<string,string>`, `.pkg.Message` or `enum .pkg.Enum`. */
+/** `[name, number, type, flags]`; type is a scalar name, `map<string,V>` (V a scalar or `.pkg.Message`), `.pkg.Message` or `enum .pkg.Enum`. */
 type FieldDef = [name: string, no: number, type: string, opts?: { repeated?: boolean; oneof?: string }];
 interface EnumDef {
   name: string;
@@ -59,15 +62,15 @@ function message(def: MsgDef, scope: string): Record<string, unknown> {
       if (i < 0) i = oneofs.push(opts.oneof) - 1;
       field.oneofIndex = i;
     }
-    const map = /^map<string,string>$/.exec(type);
+    const map = /^map<string,(.+)>$/.exec(type)?.[1];
     if (map) {
       const entry = `${pascal(name)}Entry`;
+      const value: Record<string, unknown> = { name: "value", number: 2, jsonName: "value", label: LABEL_OPTIONAL };
+      if (map.startsWith(".")) Object.assign(value, { type: T.message, typeName: map });
+      else Object.assign(value, { type: T[map as keyof typeof T] });
       nested.push({
         name: entry,
-        field: [
-          { name: "key", number: 1, jsonName: "key", label: LABEL_OPTIONAL, type: T.string },
-          { name: "value", number: 2, jsonName: "value", label: LABEL_OPTIONAL, type: T.string },
-        ],
+        field: [{ name: "key", number: 1, jsonName: "key", label: LABEL_OPTIONAL, type: T.string }, value],
         options: { mapEntry: true },
       });
       field.label = LABEL_REPEATED;
@@ -115,7 +118,8 @@ const COMMON = "flyteidl2/common/appwatch_common.proto";
 const APP = "flyteidl2/app/appwatch_app.proto";
 const DURATION = ".google.protobuf.Duration";
 
-const coreFile = file(CORE, "flyteidl2.core", ["google/protobuf/struct.proto"], [
+const C = ".flyteidl2.core";
+const coreFile = file(CORE, "flyteidl2.core", ["google/protobuf/struct.proto", "google/protobuf/timestamp.proto"], [
   { name: "KeyValuePair", fields: [["key", 1, "string"], ["value", 2, "string"]] },
   {
     name: "Resources",
@@ -223,17 +227,187 @@ const coreFile = file(CORE, "flyteidl2.core", ["google/protobuf/struct.proto"], 
       ["execution_identity", 4, "string"],
     ],
   },
+  // flyteidl2/core/artifact_id.proto
+  { name: "ArtifactKey", fields: [["project", 1, "string"], ["domain", 2, "string"], ["name", 3, "string"], ["org", 4, "string"]] },
+  {
+    name: "ArtifactBindingData",
+    fields: [
+      ["partition_key", 5, "string", { oneof: "partition_data" }],
+      ["bind_to_time_partition", 6, "bool", { oneof: "partition_data" }],
+      ["time_transform", 7, `${C}.TimeTransform`],
+    ],
+  },
+  { name: "TimeTransform", fields: [["transform", 1, "string"], ["op", 2, `enum ${C}.Operator`]] },
+  { name: "InputBindingData", fields: [["var", 1, "string"]] },
+  { name: "RuntimeBinding", fields: [] },
+  {
+    name: "LabelValue",
+    fields: [
+      ["static_value", 1, "string", { oneof: "value" }],
+      ["time_value", 2, ".google.protobuf.Timestamp", { oneof: "value" }],
+      ["triggered_binding", 3, `${C}.ArtifactBindingData`, { oneof: "value" }],
+      ["input_binding", 4, `${C}.InputBindingData`, { oneof: "value" }],
+      ["runtime_binding", 5, `${C}.RuntimeBinding`, { oneof: "value" }],
+    ],
+  },
+  { name: "Partitions", fields: [["value", 1, `map<string,${C}.LabelValue>`]] },
+  { name: "TimePartition", fields: [["value", 1, `${C}.LabelValue`], ["granularity", 2, `enum ${C}.Granularity`]] },
+  {
+    name: "ArtifactID",
+    fields: [
+      ["artifact_key", 1, `${C}.ArtifactKey`],
+      ["version", 2, "string"],
+      ["partitions", 3, `${C}.Partitions`],
+      ["time_partition", 4, `${C}.TimePartition`],
+    ],
+  },
+  { name: "ArtifactTag", fields: [["artifact_key", 1, `${C}.ArtifactKey`], ["value", 2, `${C}.LabelValue`]] },
+  {
+    name: "ArtifactQuery",
+    fields: [
+      ["artifact_id", 1, `${C}.ArtifactID`, { oneof: "identifier" }],
+      ["artifact_tag", 2, `${C}.ArtifactTag`, { oneof: "identifier" }],
+      ["uri", 3, "string", { oneof: "identifier" }],
+      ["binding", 4, `${C}.ArtifactBindingData`, { oneof: "identifier" }],
+    ],
+  },
+], [
+  { name: "Granularity", values: ["UNSET", "MINUTE", "HOUR", "DAY", "MONTH"] },
+  { name: "Operator", values: ["MINUS", "PLUS"] },
 ]);
 
-const commonFile = file(COMMON, "flyteidl2.common", [], [{
-  name: "RuntimeMetadata",
-  enums: [{ name: "RuntimeType", values: ["OTHER", "FLYTE_SDK", "UNION_SDK"] }],
-  fields: [
-    ["type", 1, "enum .flyteidl2.common.RuntimeMetadata.RuntimeType"],
-    ["version", 2, "string"],
-    ["flavor", 3, "string"],
-  ],
-}]);
+const M = ".flyteidl2.common";
+const subject: FieldDef[] = [["subject", 1, "string"]];
+const orgAndName: FieldDef[] = [["organization", 1, "string"], ["name", 2, "string"]];
+const commonFile = file(COMMON, "flyteidl2.common", [], [
+  {
+    name: "RuntimeMetadata",
+    enums: [{ name: "RuntimeType", values: ["OTHER", "FLYTE_SDK", "UNION_SDK"] }],
+    fields: [
+      ["type", 1, "enum .flyteidl2.common.RuntimeMetadata.RuntimeType"],
+      ["version", 2, "string"],
+      ["flavor", 3, "string"],
+    ],
+  },
+  // identifier.proto
+  { name: "UserIdentifier", fields: subject },
+  { name: "ApplicationIdentifier", fields: subject },
+  { name: "RoleIdentifier", fields: orgAndName },
+  { name: "PolicyIdentifier", fields: orgAndName },
+  { name: "ClusterIdentifier", fields: orgAndName },
+  // authorization.proto
+  { name: "Organization", fields: [["name", 1, "string"]] },
+  { name: "Domain", fields: [["name", 1, "string"], ["organization", 2, `${M}.Organization`]] },
+  { name: "Project", fields: [["name", 1, "string"], ["domain", 2, `${M}.Domain`]] },
+  { name: "Workflow", fields: [["name", 1, "string"], ["project", 2, `${M}.Project`]] },
+  { name: "LaunchPlan", fields: [["name", 1, "string"], ["project", 2, `${M}.Project`]] },
+  {
+    name: "Resource",
+    fields: [
+      ["organization", 1, `${M}.Organization`, { oneof: "resource" }],
+      ["domain", 2, `${M}.Domain`, { oneof: "resource" }],
+      ["project", 3, `${M}.Project`, { oneof: "resource" }],
+      ["workflow", 4, `${M}.Workflow`, { oneof: "resource" }],
+      ["launch_plan", 5, `${M}.LaunchPlan`, { oneof: "resource" }],
+      ["cluster", 6, `${M}.ClusterIdentifier`, { oneof: "resource" }],
+    ],
+  },
+  {
+    name: "Permission",
+    fields: [["resource", 1, `${M}.Resource`], ["actions", 2, `enum ${M}.Action`, { repeated: true }]],
+  },
+  // role.proto
+  { name: "RoleSpec", fields: [["description", 1, "string"]] },
+  {
+    name: "Role",
+    fields: [
+      ["id", 1, `${M}.RoleIdentifier`],
+      ["permissions", 2, `${M}.Permission`, { repeated: true }],
+      ["role_spec", 3, `${M}.RoleSpec`],
+      ["role_type", 4, `enum ${M}.RoleType`],
+      ["actions", 5, `enum ${M}.Action`, { repeated: true }],
+    ],
+  },
+  // policy.proto
+  { name: "PolicyBinding", fields: [["role_id", 1, `${M}.RoleIdentifier`], ["resource", 2, `${M}.Resource`]] },
+  {
+    name: "Policy",
+    fields: [
+      ["id", 1, `${M}.PolicyIdentifier`],
+      ["bindings", 2, `${M}.PolicyBinding`, { repeated: true }],
+      ["description", 3, "string"],
+    ],
+  },
+  // identity.proto
+  {
+    name: "UserSpec",
+    fields: [
+      ["first_name", 1, "string"],
+      ["last_name", 2, "string"],
+      ["email", 3, "string"],
+      ["organization", 4, "string"],
+      ["user_handle", 5, "string"],
+      ["groups", 6, "string", { repeated: true }],
+      ["photo_url", 7, "string"],
+    ],
+  },
+  {
+    name: "User",
+    fields: [
+      ["id", 1, `${M}.UserIdentifier`],
+      ["spec", 2, `${M}.UserSpec`],
+      ["roles", 3, `${M}.Role`, { repeated: true }],
+      ["policies", 4, `${M}.Policy`, { repeated: true }],
+    ],
+  },
+  { name: "AppSpec", fields: [["name", 1, "string"], ["organization", 2, "string"]] },
+  { name: "Application", fields: [["id", 1, `${M}.ApplicationIdentifier`], ["spec", 2, `${M}.AppSpec`]] },
+  {
+    name: "EnrichedIdentity",
+    fields: [
+      ["user", 1, `${M}.User`, { oneof: "principal" }],
+      ["application", 2, `${M}.Application`, { oneof: "principal" }],
+    ],
+  },
+], [
+  {
+    name: "RoleType",
+    values: [
+      "ROLE_TYPE_NONE",
+      "ROLE_TYPE_ADMIN",
+      "ROLE_TYPE_CONTRIBUTOR",
+      "ROLE_TYPE_VIEWER",
+      "ROLE_TYPE_CUSTOM",
+      "ROLE_TYPE_CLUSTER_MANAGER",
+      "ROLE_TYPE_FLYTE_PROJECT_ADMIN",
+      "ROLE_TYPE_SERVERLESS_VIEWER",
+      "ROLE_TYPE_SERVERLESS_CONTRIBUTOR",
+      "ROLE_TYPE_SUPPORT",
+    ],
+  },
+  {
+    name: "Action",
+    values: [
+      "ACTION_NONE",
+      "ACTION_CREATE",
+      "ACTION_READ",
+      "ACTION_UPDATE",
+      "ACTION_DELETE",
+      "ACTION_VIEW_FLYTE_INVENTORY",
+      "ACTION_VIEW_FLYTE_EXECUTIONS",
+      "ACTION_REGISTER_FLYTE_INVENTORY",
+      "ACTION_CREATE_FLYTE_EXECUTIONS",
+      "ACTION_ADMINISTER_PROJECT",
+      "ACTION_MANAGE_PERMISSIONS",
+      "ACTION_ADMINISTER_ACCOUNT",
+      "ACTION_MANAGE_CLUSTER",
+      "ACTION_EDIT_EXECUTION_RELATED_ATTRIBUTES",
+      "ACTION_EDIT_CLUSTER_RELATED_ATTRIBUTES",
+      "ACTION_EDIT_UNUSED_ATTRIBUTES",
+      "ACTION_SUPPORT_SYSTEM_LOGS",
+    ],
+  },
+]);
 
 const A = ".flyteidl2.app";
 const appFile = file(APP, "flyteidl2.app", [CORE, COMMON, "google/protobuf/duration.proto"], [
@@ -279,6 +453,8 @@ const appFile = file(APP, "flyteidl2.app", [CORE, COMMON, "google/protobuf/durat
     fields: [
       ["name", 1, "string"],
       ["string_value", 2, "string", { oneof: "value" }],
+      ["artifact_query", 3, `${C}.ArtifactQuery`, { oneof: "value" }],
+      ["artifact_id", 4, `${C}.ArtifactID`, { oneof: "value" }],
       ["app_id", 5, `${A}.Identifier`, { oneof: "value" }],
     ],
   },
@@ -303,7 +479,7 @@ const appFile = file(APP, "flyteidl2.app", [CORE, COMMON, "google/protobuf/durat
       ["extended_resources", 9, ".flyteidl2.core.ExtendedResources"],
       ["runtime_metadata", 10, ".flyteidl2.common.RuntimeMetadata"],
       ["profile", 11, `${A}.Profile`],
-      // 12 creator (common.EnrichedIdentity): not declared, see the module comment.
+      ["creator", 12, `${M}.EnrichedIdentity`],
       ["inputs", 13, `${A}.InputList`],
       ["links", 14, `${A}.Link`, { repeated: true }],
       ["timeouts", 15, `${A}.TimeoutConfig`],
@@ -316,6 +492,7 @@ const byName: Record<string, FileDescriptorProto | DescFile> = {
   [COMMON]: commonFile,
   "google/protobuf/duration.proto": file_google_protobuf_duration,
   "google/protobuf/struct.proto": file_google_protobuf_struct,
+  "google/protobuf/timestamp.proto": file_google_protobuf_timestamp,
 };
 
 /** The registry holding our declarations (and the well-known types they use). */
