@@ -16,7 +16,9 @@ import { collectionPath, KNATIVE_REVISIONS, KNATIVE_SERVICES, type KubeObject, o
 import { AppConversionError, kserviceToApp } from "./convert.ts";
 import { type App, type AppsConfig, DEFAULT_APPS_CONFIG, type Identifier, type WatchResponse } from "./model.ts";
 import { KServiceName } from "./naming.ts";
-import { type SlowConsumerPolicy, Subscription } from "./subscriptions.ts";
+import { Journal } from "./journal.ts";
+import { type AppChange, type SlowConsumerPolicy, Subscription } from "./subscriptions.ts";
+import type { ReflectorHealth } from "../watch/reflector.ts";
 
 /** The label every Flyte-managed KService carries. */
 export const APP_MANAGED_SELECTOR = "flyte.org/app-managed=true";
@@ -46,6 +48,20 @@ export interface AppK8sClientOptions {
   watch?: Partial<Omit<ReflectorOptions<KubeObject>, "client" | "resource" | "namespace" | "labelSelector">>;
   /** How long a Revision's `actualReplicas` is cached (default 30 s). */
   replicasTtlMs?: number;
+  /** How many recent app changes are kept for resuming subscriptions (default 10,000). */
+  resumeWindow?: number;
+}
+
+/** Options of {@link AppK8sClient.subscribe}. */
+export interface SubscribeOptions {
+  /** Start with a `createEvent` for every matching app. */
+  snapshot?: boolean;
+  /**
+   * A resume token from an earlier subscription (any replica): start with
+   * exactly the changes after it. When that is not possible the subscription
+   * starts with a snapshot instead and {@link Subscription.start} says why.
+   */
+  resume?: string;
 }
 
 /** Knative Serving is not installed: the `serving.knative.dev/v1` `services` resource does not exist. */
@@ -78,6 +94,13 @@ export interface AppClientMetrics {
   conversionErrors: number;
   revisionRequests: number;
   subscribers: number;
+  /** Subscriptions started by kind. */
+  starts: { snapshot: number; resumed: number; live: number; resumeFailed: number };
+}
+
+function appOfChange(c: AppChange): App {
+  const e = c.event;
+  return "createEvent" in e ? e.createEvent.app : "updateEvent" in e ? e.updateEvent.updatedApp : e.deleteEvent.app;
 }
 
 /** `org/project/domain/name` */
@@ -102,13 +125,22 @@ export class AppK8sClient {
   readonly config: AppsConfig;
   readonly policy: SlowConsumerPolicy;
   readonly namespaces: string[];
-  readonly metrics: AppClientMetrics = { events: { create: 0, update: 0, delete: 0 }, unchanged: 0, conversionErrors: 0, revisionRequests: 0, subscribers: 0 };
+  readonly metrics: AppClientMetrics = {
+    events: { create: 0, update: 0, delete: 0 },
+    unchanged: 0,
+    conversionErrors: 0,
+    revisionRequests: 0,
+    subscribers: 0,
+    starts: { snapshot: 0, resumed: 0, live: 0, resumeFailed: 0 },
+  };
   readonly #client: KubeClient;
   readonly #log: Logger;
   readonly #watchOptions: AppK8sClientOptions["watch"];
   readonly #apps = new Map<string, Known>(); // by KService namespace/name
   readonly #subs = new Map<Subscription, (id: Identifier | undefined) => boolean>();
   readonly #replicas: ReplicaCache;
+  readonly #journal: Journal;
+  #synced = false;
   #watcher: ObjectWatcher<KubeObject> | undefined;
   #stop: AbortController | undefined;
   #loop: Promise<void> | undefined;
@@ -124,6 +156,7 @@ export class AppK8sClient {
     this.namespaces = list.includes("*") ? [] : list;
     this.#log = (options.logger ?? silentLogger).child({ component: "apps" });
     this.#watchOptions = options.watch;
+    this.#journal = new Journal(options.resumeWindow ?? 10_000);
     this.#replicas = new ReplicaCache(options.client, options.replicasTtlMs ?? 30_000, this.#log, this.metrics, (ns, rev) => this.#onReplicas(ns, rev));
   }
 
@@ -133,7 +166,14 @@ export class AppK8sClient {
    * when the API server says so, before any retrying starts.
    */
   startWatching(signal?: AbortSignal): Promise<void> {
-    this.#started ??= this.#start(signal);
+    if (!this.#started) {
+      const started = this.#start(signal);
+      this.#started = started;
+      // A failed start (API server unreachable, Knative missing, forbidden) may be retried.
+      started.catch(() => {
+        if (this.#started === started) this.#started = undefined;
+      });
+    }
     return this.#started;
   }
 
@@ -158,10 +198,22 @@ export class AppK8sClient {
       try {
         for await (const event of watcher.run(stop.signal)) {
           if (event.type === "synced") {
-            if (event.phase === "initial") synced();
+            if (event.phase === "initial") {
+              const rvs = event.resourceVersions ?? { [this.namespaces[0] ?? ""]: event.resourceVersion };
+              for (const [ns, rv] of Object.entries(rvs)) this.#journal.reset(ns || "*", rv);
+              this.#synced = true;
+              synced();
+            } else {
+              // A relist: the changes it produced were published; tokens from before it cannot be resumed.
+              this.#journal.reset(event.namespace ?? this.namespaces[0] ?? "*", event.resourceVersion);
+              const token = this.#journal.token();
+              for (const sub of this.#subs.keys()) sub.mark("resync", token);
+            }
             continue;
           }
-          this.#apply(event.type === "deleted" ? undefined : event.object, objectKey(event.object));
+          const stream = this.#streamOf(event.object);
+          if (!(event.type === "deleted" && event.inferred)) this.#journal.advance(stream, event.object.metadata.resourceVersion ?? "");
+          this.#apply(event.type === "deleted" ? undefined : event.object, objectKey(event.object), stream);
         }
         failed(new Error("stopped before the initial sync"));
       } catch (err) {
@@ -179,6 +231,46 @@ export class AppK8sClient {
     for (const s of [...this.#subs.keys()]) s.close();
     this.#started = undefined;
     this.#loop = undefined;
+    this.#synced = false;
+  }
+
+  /** True once the initial sync is done (and until `stopWatching`). */
+  get synced(): boolean {
+    return this.#synced;
+  }
+
+  /** Contact with the API server (healthy before `startWatching` is false). */
+  health(): ReflectorHealth {
+    return this.#watcher?.health() ?? { healthy: false, reason: "not watching", since: Date.now() };
+  }
+
+  /** Counters of the underlying watch (summed over namespaces), if watching. */
+  watchMetrics(): ReturnType<ObjectWatcher<KubeObject>["metricsSnapshot"]> | undefined {
+    return this.#watcher?.metricsSnapshot();
+  }
+
+  /** The resume token of the current watch position. */
+  token(): string {
+    return this.#journal.token();
+  }
+
+  /** Number of app changes held for resuming. */
+  get journalSize(): number {
+    return this.#journal.size;
+  }
+
+  /**
+   * Waits (up to `timeoutMs`) until this client has applied everything up to
+   * `token` — for a token from a replica that is slightly ahead. Resolves
+   * whether or not it got there.
+   */
+  async catchUp(token: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.#journal.covers(token)) {
+      if (Date.now() >= deadline || signal?.aborted) return false;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return true;
   }
 
   /**
@@ -186,7 +278,7 @@ export class AppK8sClient {
    * yields a `createEvent` for every matching app (its `snapshotSize` says how
    * many), then live events: no gap, no duplicate.
    */
-  subscribe(target: SubscribeTarget, options: { snapshot?: boolean } = {}): Subscription {
+  subscribe(target: SubscribeTarget, options: SubscribeOptions = {}): Subscription {
     const match = matcher(target);
     const sub = new Subscription({
       policy: this.policy,
@@ -197,11 +289,27 @@ export class AppK8sClient {
         this.metrics.subscribers = this.#subs.size;
       },
     });
-    if (options.snapshot) {
-      // Synchronous with event delivery: the snapshot is exactly the state before the next event.
-      const items = [...this.#apps.values()].filter((k) => match(k.app.metadata?.id)).sort((a, b) => a.appKey.localeCompare(b.appKey));
-      sub.preload(items.map((k) => ({ key: k.appKey, event: { createEvent: { app: k.app } } })));
+    // Everything below is synchronous with event delivery: the snapshot or the replay is exactly
+    // the state before the next event, so there is no gap and no duplicate.
+    let snapshot = options.snapshot ?? false;
+    if (options.resume !== undefined) {
+      const replay = this.#journal.since(options.resume, (c) => match(appOfChange(c).metadata?.id));
+      if (replay.ok) {
+        sub.preload(replay.changes, { snapshot: false, from: options.resume, token: this.#journal.token() });
+        sub.start = { kind: "resumed", replayed: replay.changes.length };
+        snapshot = false;
+      } else {
+        sub.start = { kind: "snapshot", resumeFailed: replay.reason };
+        snapshot = true;
+        this.metrics.starts.resumeFailed++;
+      }
     }
+    if (snapshot) {
+      const items = [...this.#apps.values()].filter((k) => match(k.app.metadata?.id)).sort((a, b) => a.appKey.localeCompare(b.appKey));
+      sub.preload(items.map((k) => ({ key: k.appKey, event: { createEvent: { app: k.app } } })), { token: this.#journal.token() });
+      if (sub.start.kind !== "snapshot") sub.start = { kind: "snapshot" };
+    }
+    this.metrics.starts[sub.start.kind]++;
     this.#subs.set(sub, match);
     this.metrics.subscribers = this.#subs.size;
     return sub;
@@ -290,13 +398,23 @@ export class AppK8sClient {
     return kserviceToApp(ksvc, this.config, { currentReplicas: replicas, logger: this.#log });
   }
 
-  /** One KService change (undefined = gone) → at most a delete and a create/update. */
-  #apply(ksvc: KubeObject | undefined, key: string): void {
+  /** The journal stream of an object: its namespace when several are watched, else the one stream. */
+  #streamOf(obj: KubeObject): string {
+    if (this.namespaces.length > 1) return obj.metadata.namespace ?? "";
+    return this.namespaces[0] ?? "*";
+  }
+
+  /**
+   * One KService change (undefined = gone) → at most a delete and a create/update.
+   * `stream` is set for changes from the watch (journaled, resumable), unset for
+   * re-conversions after a Revision's replica count changed (live only).
+   */
+  #apply(ksvc: KubeObject | undefined, key: string, stream?: string): void {
     const prev = this.#apps.get(key);
     if (!ksvc) {
       if (!prev) return;
       this.#apps.delete(key);
-      this.#publish({ deleteEvent: { app: prev.app } }, prev);
+      this.#publish({ deleteEvent: { app: prev.app } }, prev, stream);
       return;
     }
     let app: App;
@@ -311,31 +429,36 @@ export class AppK8sClient {
       if (prev) {
         // It was an app and no longer is one: for subscribers, it is gone.
         this.#apps.delete(key);
-        this.#publish({ deleteEvent: { app: prev.app } }, prev);
+        this.#publish({ deleteEvent: { app: prev.app } }, prev, stream);
       }
       return;
     }
     const next: Known = { ksvc, app, appKey: appKey(app.metadata?.id), json: JSON.stringify(app) };
     this.#apps.set(key, next);
-    if (!prev) return this.#publish({ createEvent: { app } }, next);
+    if (!prev) return this.#publish({ createEvent: { app } }, next, stream);
     if (prev.appKey !== next.appKey) {
       // The app-id annotation changed: a different app now lives in this KService.
-      this.#publish({ deleteEvent: { app: prev.app } }, prev);
-      return this.#publish({ createEvent: { app } }, next);
+      this.#publish({ deleteEvent: { app: prev.app } }, prev, stream);
+      return this.#publish({ createEvent: { app } }, next, stream);
     }
     if (prev.json === next.json) {
       this.metrics.unchanged++;
       return;
     }
-    this.#publish({ updateEvent: { updatedApp: app } }, next);
+    this.#publish({ updateEvent: { updatedApp: app } }, next, stream);
   }
 
-  #publish(event: WatchResponse, k: Known): void {
+  #publish(event: WatchResponse, k: Known, stream: string | undefined): void {
     const kind = "createEvent" in event ? "create" : "updateEvent" in event ? "update" : "delete";
     this.metrics.events[kind]++;
+    const change: AppChange = { key: k.appKey, event };
+    if (stream !== undefined) {
+      change.token = this.#journal.token();
+      this.#journal.append(stream, change);
+    }
     const id = k.app.metadata?.id;
     for (const [sub, match] of this.#subs) {
-      if (match(id)) sub.push({ key: k.appKey, event });
+      if (match(id)) sub.push(change);
     }
   }
 

@@ -16,6 +16,7 @@
 import type { Logger } from "../log.ts";
 import { silentLogger } from "../log.ts";
 import type { App, WatchResponse } from "./model.ts";
+import type { ResumeFailure } from "./journal.ts";
 
 /** What to do with a subscriber whose buffer is full. */
 export type SlowConsumerPolicy = "coalesce" | "drop" | "disconnect";
@@ -29,7 +30,33 @@ export class LaggingError extends Error {
 export interface AppChange {
   key: string;
   event: WatchResponse;
+  /** Resume token of the watch position right after this change (see journal.ts). */
+  token?: string;
 }
+
+/**
+ * What {@link Subscription.items} yields: an event (with the token that
+ * resumes right after it, when that is known), or an in-band `synced` marker
+ * (the snapshot is complete, or the cluster was relisted and the consumer has
+ * every resulting change) with the token of that point.
+ */
+export type SubscriptionItem =
+  | { event: WatchResponse; token?: string; synced?: undefined }
+  | { synced: "snapshot" | "resume" | "resync"; token: string; event?: undefined };
+
+/** See {@link Subscription.start}. */
+export type SubscriptionStart =
+  | { kind: "live" }
+  | { kind: "snapshot"; resumeFailed?: ResumeFailure }
+  | { kind: "resumed"; replayed: number };
+
+/** A queued marker (FIFO entries without an event). */
+interface Marker {
+  key: "";
+  marker: "snapshot" | "resume" | "resync";
+  token: string;
+}
+type Queued = AppChange | Marker;
 
 /** Counters of one subscription. */
 export interface SubscriptionStats {
@@ -68,17 +95,27 @@ interface Net {
 export class Subscription implements AsyncIterable<WatchResponse> {
   /** How many leading items are the snapshot (0 without one). */
   snapshotSize = 0;
+  /**
+   * How the subscription started: with a snapshot (`resumeFailed` says why a
+   * requested resume was not possible), by replaying `replayed` changes after
+   * a resume token, or live only.
+   */
+  start: SubscriptionStart = { kind: "live" };
   readonly policy: SlowConsumerPolicy;
   readonly bufferSize: number;
   readonly #log: Logger;
   readonly #onClose: (s: Subscription) => void;
   // FIFO while there is room; a per-app net-change map once coalescing.
-  #fifo: AppChange[] = [];
+  #fifo: Queued[] = [];
   /** Snapshot items still in the FIFO (not counted against the buffer). */
   #reserved = 0;
   #net: Map<string, Net> | undefined;
   /** Apps the consumer has been told exist (needed to compute net changes). */
   readonly #known = new Set<string>();
+  /** A resync marker that arrived while coalescing: yielded once the net changes drain. */
+  #markerAfterNet: Marker | undefined;
+  /** Token of the last position the consumer has been brought up to. */
+  #delivered: string | undefined;
   #waiter: (() => void) | undefined;
   #closed = false;
   #error: Error | undefined;
@@ -96,18 +133,50 @@ export class Subscription implements AsyncIterable<WatchResponse> {
   }
 
   stats(): SubscriptionStats {
-    return { ...this.#stats, pending: this.#fifo.length + (this.#net?.size ?? 0) };
+    return { ...this.#stats, pending: this.pending };
+  }
+
+  /** Items waiting to be taken (events and markers). */
+  get pending(): number {
+    return this.#fifo.length + (this.#net?.size ?? 0) + (this.#markerAfterNet ? 1 : 0);
   }
 
   /**
-   * Queues a snapshot ahead of everything else. Snapshot items do not count
-   * against the buffer (they are bounded by the number of apps), so no policy
-   * ever drops or lags on them.
+   * The token that resumes right after everything this consumer has taken:
+   * `current` (the producer's position now) when nothing is pending, else the
+   * last position it was brought up to (undefined if none is known yet).
    */
-  preload(changes: AppChange[]): void {
-    this.snapshotSize = changes.length;
+  resumeToken(current: string): string | undefined {
+    return this.pending === 0 && !this.#closed ? current : this.#delivered;
+  }
+
+  /**
+   * Queues a snapshot (or, with `snapshot: false`, a resume replay) ahead of
+   * everything else, followed by a marker with `token` when one is given;
+   * `from` is the position the consumer already had (a resume token). These
+   * items do not count against the buffer (they are bounded by the number of
+   * apps or the journal), so no policy ever drops or lags on them.
+   */
+  preload(changes: AppChange[], options: { snapshot?: boolean; token?: string; from?: string } = {}): void {
+    const snapshot = options.snapshot ?? true;
+    if (snapshot) this.snapshotSize = changes.length;
+    if (options.from !== undefined) this.#delivered = options.from;
     this.#fifo.push(...changes);
     this.#reserved = changes.length;
+    if (options.token !== undefined) {
+      // The consumer is consistent as of `token` once it has taken these changes.
+      this.#fifo.push({ key: "", marker: snapshot ? "snapshot" : "resume", token: options.token });
+      this.#reserved++;
+    }
+    this.#wake();
+  }
+
+  /** Queues an in-band marker: every change pushed before it is part of a consistent state at `token`. */
+  mark(marker: "resync", token: string): void {
+    if (this.#closed) return;
+    const m: Marker = { key: "", marker, token };
+    if (this.#net) this.#markerAfterNet = m;
+    else this.#fifo.push(m);
     this.#wake();
   }
 
@@ -138,7 +207,10 @@ export class Subscription implements AsyncIterable<WatchResponse> {
         // From here on, memory is bounded by the number of apps, not the number of events.
         this.#net = new Map();
         this.#reserved = 0;
-        for (const c of this.#fifo.splice(0)) this.#merge(c);
+        for (const c of this.#fifo.splice(0)) {
+          if ("marker" in c) this.#markerAfterNet = c;
+          else this.#merge(c);
+        }
         this.#merge(change);
         this.#wake();
         return true;
@@ -152,20 +224,32 @@ export class Subscription implements AsyncIterable<WatchResponse> {
     this.#closed = true;
     this.#fifo = [];
     this.#net = undefined;
+    this.#markerAfterNet = undefined;
     this.#wake();
     this.#onClose(this);
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<WatchResponse, void, undefined> {
+    for await (const item of this.items()) if (item.event) yield item.event;
+  }
+
+  /** Events and `synced` markers, with resume tokens (what the service streams). */
+  async *items(): AsyncGenerator<SubscriptionItem, void, undefined> {
     try {
       for (;;) {
         const next = this.#take();
         if (next) {
+          if ("marker" in next) {
+            this.#delivered = next.token;
+            yield { synced: next.marker, token: next.token };
+            continue;
+          }
           this.#stats.delivered++;
           const k = kindOf(next.event);
           if (k === "delete") this.#known.delete(next.key);
           else this.#known.add(next.key);
-          yield next.event;
+          if (next.token !== undefined) this.#delivered = next.token;
+          yield next.token !== undefined ? { event: next.event, token: next.token } : { event: next.event };
           continue;
         }
         if (this.#error) throw this.#error;
@@ -177,18 +261,22 @@ export class Subscription implements AsyncIterable<WatchResponse> {
     }
   }
 
-  #take(): AppChange | undefined {
+  #take(): Queued | undefined {
     if (this.#error) return undefined;
     const head = this.#fifo.shift();
     if (head) {
       if (this.#reserved > 0) this.#reserved--;
       return head;
     }
-    if (!this.#net) return undefined;
+    if (!this.#net) {
+      const m = this.#markerAfterNet;
+      this.#markerAfterNet = undefined;
+      return m;
+    }
     const first = this.#net.entries().next();
     if (first.done) {
       this.#net = undefined; // drained: back to plain FIFO
-      return undefined;
+      return this.#take();
     }
     const [key, net] = first.value;
     this.#net.delete(key);

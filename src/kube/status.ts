@@ -8,7 +8,7 @@
 import * as v from "valibot";
 
 /** The parts of a `metav1.Status` we depend on; anything else is kept loosely. */
-export const StatusSchema = v.looseObject({
+export const StatusSchema: v.GenericSchema<unknown, KubeStatus> = v.looseObject({
   kind: v.optional(v.string()),
   status: v.optional(v.string()),
   message: v.optional(v.string()),
@@ -34,8 +34,27 @@ export const StatusSchema = v.looseObject({
   ),
 });
 
-/** A parsed Kubernetes `Status`. */
-export type KubeStatus = v.InferOutput<typeof StatusSchema>;
+/**
+ * A parsed Kubernetes `Status`: the output of {@link StatusSchema}, spelled out
+ * (an explicit type keeps the published API free of slow types).
+ */
+export interface KubeStatus {
+  kind?: string;
+  status?: string;
+  message?: string;
+  reason?: string;
+  code?: number;
+  metadata?: { continue?: string; resourceVersion?: string; [key: string]: unknown };
+  details?: {
+    name?: string;
+    group?: string;
+    kind?: string;
+    retryAfterSeconds?: number;
+    causes?: (KubeStatusCause & { [key: string]: unknown })[];
+    [key: string]: unknown;
+  };
+  [key: string]: unknown;
+}
 
 /** One cause of a failure, as listed in `Status.details.causes`. */
 export interface KubeStatusCause {

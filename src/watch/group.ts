@@ -5,7 +5,7 @@
  * @module
  */
 import { newReflectorMetrics, type ReflectorMetrics } from "./metrics.ts";
-import { Reflector, type ReflectorOptions } from "./reflector.ts";
+import { Reflector, type ReflectorHealth, type ReflectorOptions } from "./reflector.ts";
 import { compareResourceVersions } from "./resource-version.ts";
 import { ObjectStore, type StoreSnapshot } from "./store.ts";
 import { type KubeObject, objectKey, type ReflectorEvent } from "./types.ts";
@@ -20,6 +20,8 @@ export interface ObjectWatcher<T extends KubeObject = KubeObject> {
   readonly synced: boolean;
   /** Counters (summed over namespaces). */
   metricsSnapshot(): ReflectorMetrics;
+  /** Healthy when every namespace's reflector is; else the first failure. */
+  health(): ReflectorHealth;
 }
 
 /** Options for {@link createWatcher}: the reflector's, with a namespace list. */
@@ -40,6 +42,7 @@ export function createWatcher<T extends KubeObject>(options: WatcherOptions<T>):
         return r.synced;
       },
       metricsSnapshot: () => structuredClone(r.metrics),
+      health: () => r.health,
     };
   }
   return new ReflectorGroup<T>(list.map((namespace) => new Reflector<T>({ ...options, namespace })));
@@ -66,6 +69,13 @@ export class ReflectorGroup<T extends KubeObject = KubeObject> implements Object
     return this.#store.snapshot();
   }
 
+  health(): ReflectorHealth {
+    const bad = this.reflectors.find((r) => !r.health.healthy);
+    if (!bad) return { healthy: true, since: Math.max(...this.reflectors.map((r) => r.health.since)) };
+    const h = bad.health;
+    return { ...h, reason: `namespace ${bad.namespace}: ${h.reason}` };
+  }
+
   metricsSnapshot(): ReflectorMetrics {
     const sum = newReflectorMetrics();
     for (const r of this.reflectors) addMetrics(sum, r.metrics);
@@ -78,7 +88,7 @@ export class ReflectorGroup<T extends KubeObject = KubeObject> implements Object
     const sources = this.reflectors.map((r) => r.run(signal));
     const pending = new Map<number, Promise<{ i: number; r: IteratorResult<ReflectorEvent<T>, void> }>>();
     const pull = (i: number) => pending.set(i, sources[i]!.next().then((r) => ({ i, r })));
-    const initialDone = new Set<number>();
+    const initialDone = new Map<number, string>(); // reflector → its initial list RV
     sources.forEach((_, i) => pull(i));
     try {
       while (pending.size > 0) {
@@ -89,12 +99,14 @@ export class ReflectorGroup<T extends KubeObject = KubeObject> implements Object
         const namespace = this.reflectors[i]!.namespace;
         if (event.type === "synced") {
           if (!this.#store.synced) {
-            initialDone.add(i);
+            initialDone.set(i, event.resourceVersion);
             if (initialDone.size === this.reflectors.length) {
               const rv = this.#maxResourceVersion();
               this.#store.setResourceVersion(rv);
               this.#store.markSynced(true);
-              yield { type: "synced", phase: "initial", resourceVersion: rv };
+              const resourceVersions: Record<string, string> = {};
+              for (const [j, listRv] of initialDone) resourceVersions[this.reflectors[j]!.namespace ?? ""] = listRv;
+              yield { type: "synced", phase: "initial", resourceVersion: rv, resourceVersions };
             }
           } else {
             this.#store.setResourceVersion(this.#maxResourceVersion());

@@ -35,6 +35,14 @@ import {
 /** How the reflector loads a complete snapshot. */
 export type InitialListMode = "auto" | "streaming" | "paginated";
 
+/** Contact with the API server: healthy, or not with the last failure. */
+export interface ReflectorHealth {
+  healthy: boolean;
+  reason?: string;
+  /** ms since epoch of the last change of `healthy`. */
+  since: number;
+}
+
 /** Options for {@link Reflector}. */
 export interface ReflectorOptions<T extends KubeObject> {
   client: KubeClient;
@@ -112,6 +120,7 @@ export class Reflector<T extends KubeObject = KubeObject> {
   readonly #path: string;
   #streaming: boolean;
   #running = false;
+  #health: ReflectorHealth = { healthy: false, reason: "not started", since: Date.now() };
   /** Resume point: undefined until a sync completes, and after a 410 (W7: never reused). */
   #rv: string | undefined;
 
@@ -157,6 +166,15 @@ export class Reflector<T extends KubeObject = KubeObject> {
   /** A consistent copy of the store (objects sorted by key, its resourceVersion, synced). */
   snapshot(): StoreSnapshot<T> {
     return this.store.snapshot();
+  }
+
+  /**
+   * Whether the reflector is currently in contact with the API server: false
+   * (with the last failure) from a failed request until the next list completes
+   * or the next watch is answered with 200.
+   */
+  get health(): ReflectorHealth {
+    return this.#health;
   }
 
   /** The resourceVersion the next watch resumes from (undefined before sync / after 410). */
@@ -291,10 +309,15 @@ export class Reflector<T extends KubeObject = KubeObject> {
     }
   }
 
+  #markHealthy(): void {
+    if (!this.#health.healthy) this.#health = { healthy: true, since: Date.now() };
+  }
+
   /** Logs a failure and waits out the backoff (or the server's Retry-After). */
   async #fail(error: unknown, what: string, signal: AbortSignal, retryAfterMs?: number): Promise<void> {
     if (signal.aborted) return;
     this.metrics.failures++;
+    this.#health = { healthy: false, reason: `${what}: ${error instanceof Error ? error.message : String(error)}`, since: Date.now() };
     const backoffMs = this.#backoff.next();
     // Retry-After wins when the server gives one; a little jitter keeps many watchers apart.
     const delay = retryAfterMs !== undefined ? retryAfterMs * (1 + 0.1 * this.#o.random()) : backoffMs;
@@ -338,6 +361,7 @@ export class Reflector<T extends KubeObject = KubeObject> {
     }
     this.metrics.lists++;
     if (phase === "resync") this.metrics.relists++;
+    this.#markHealthy();
     yield* this.#replace(page.items, page.resourceVersion, phase, cause); // L3: resumes from the list RV, never an item's
   }
 
@@ -507,6 +531,7 @@ export class Reflector<T extends KubeObject = KubeObject> {
     try {
       const res = await this.#o.client.request({ path: this.#path, query, signal: conn.signal });
       connected = res.ok;
+      if (res.ok) this.#markHealthy();
       if (!res.ok) {
         const error = await errorFromResponse(res, `GET ${this.#path}?watch`);
         if (error.isExpired) return { kind: "expired", error }; // W8

@@ -132,14 +132,22 @@ export const INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end";
  * - `synced`: the store now equals a complete server snapshot. `initial` for
  *   the first sync, `resync` after a relist (410 Expired, or an error that
  *   forced a relist); `cause` says why. When several namespaces are watched,
- *   one `initial` marker comes once all of them are synced, and a `resync`
- *   names the `namespace` that relisted.
+ *   one `initial` marker comes once all of them are synced (with each
+ *   namespace's own list RV in `resourceVersions`), and a `resync` names the
+ *   `namespace` that relisted.
  */
 export type ReflectorEvent<T extends KubeObject = KubeObject> =
   | { type: "added"; object: T }
   | { type: "modified"; object: T; previous: T }
   | { type: "deleted"; object: T; inferred?: true }
-  | { type: "synced"; phase: "initial" | "resync"; resourceVersion: string; cause?: RelistCause; namespace?: string };
+  | {
+    type: "synced";
+    phase: "initial" | "resync";
+    resourceVersion: string;
+    cause?: RelistCause;
+    namespace?: string;
+    resourceVersions?: Record<string, string>;
+  };
 
 /** Why the reflector listed again. */
 export type RelistCause =

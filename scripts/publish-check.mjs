@@ -1,0 +1,268 @@
+#!/usr/bin/env node
+// Release checks that CI can run (`node scripts/publish-check.mjs`, about 10 s):
+//   1. `deno publish --dry-run --allow-dirty`: the JSR package builds (no slow types, right file set);
+//   2. examples/node.mjs (Node + tsx) and examples/bun.ts (Bun) exit 0 and print a createEvent;
+//   3. deploy/ and the Dockerfile keep their invariants: every manifest parses, the Kustomization
+//      lists them, the Deployment runs non-root with a read-only root filesystem and the right
+//      probes, the Service and PDB select its pods, RBAC grants exactly get/list/watch on
+//      services.serving.knative.dev and get on revisions.serving.knative.dev.
+// Prints "publish-check: ok", or every failure and exits 1.
+//
+//   node scripts/publish-check.mjs [publish] [examples] [deploy]   # default: all three
+import { spawnSync } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseAllDocuments } from "yaml";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+const require = createRequire(import.meta.url);
+const DENO = join(ROOT, "node_modules", "deno", "deno");
+const failures = [];
+const fail = (where, message) => failures.push(`${where}: ${message}`);
+const check = (cond, where, message) => {
+  if (!cond) fail(where, message);
+  return Boolean(cond);
+};
+
+const wanted = process.argv.slice(2);
+const steps = wanted.length ? wanted : ["publish", "examples", "deploy"];
+for (const s of steps) {
+  if (!["publish", "examples", "deploy"].includes(s)) {
+    console.error(`publish-check: unknown step "${s}" (publish, examples, deploy)`);
+    process.exit(2);
+  }
+}
+
+function run(cmd, args, timeoutMs) {
+  const started = Date.now();
+  const r = spawnSync(cmd, args, {
+    cwd: ROOT,
+    encoding: "utf8",
+    timeout: timeoutMs,
+    maxBuffer: 64 * 1024 * 1024,
+    env: { ...process.env, NO_COLOR: "1" },
+  });
+  return { ...r, seconds: ((Date.now() - started) / 1000).toFixed(1) };
+}
+
+const tail = (text, lines = 30) => (text ?? "").trim().split("\n").slice(-lines).map((l) => `    ${l}`).join("\n");
+
+// ------------------------------------------------------------------------------------ 1. publish
+
+function publishStep() {
+  if (!check(existsSync(DENO), "deno publish", `${DENO} is missing; run npm ci`)) return;
+  const r = run(DENO, ["publish", "--dry-run", "--allow-dirty"], 120_000);
+  const out = `${r.stdout}\n${r.stderr}`;
+  if (r.error || r.status !== 0) {
+    // Keep the part that names the problems (file:line and the error kind).
+    const problems = out.split("\n").filter((l) => /^(error|warning)|-->|^\s*\d+ \|/.test(l)).join("\n");
+    fail("deno publish --dry-run", `exit ${r.status ?? r.error?.message}\n${tail(problems || out, 60)}`);
+    return;
+  }
+  check(/Success Dry run complete/.test(out), "deno publish --dry-run", `no "Success Dry run complete" line:\n${tail(out)}`);
+  const published = out.split("\n").filter((l) => /^\s+file:\/\//.test(l)).map((l) => l.trim().split(" ")[0]);
+  for (const bad of ["/tests/", "/bench/", "/node_modules/", "/examples/", "/deploy/", "/scripts/"]) {
+    check(!published.some((f) => f.includes(bad)), "deno publish --dry-run", `the package would include ${bad} files`);
+  }
+  check(published.some((f) => f.endsWith("/mod.ts")), "deno publish --dry-run", "the package would not include mod.ts");
+  console.log(`publish-check: deno publish --dry-run ok (${published.length} files, ${r.seconds}s)`);
+}
+
+// ----------------------------------------------------------------------------------- 2. examples
+
+function exampleStep() {
+  let bun;
+  try {
+    bun = require.resolve("bun/bin/bun.exe");
+  } catch {
+    fail("examples/bun.ts", "bun is not installed (npm ci installs it)");
+  }
+  const examples = [
+    { name: "examples/node.mjs", cmd: process.execPath, args: ["--import", "tsx", "examples/node.mjs"] },
+    ...(bun ? [{ name: "examples/bun.ts", cmd: bun, args: ["examples/bun.ts"] }] : []),
+  ];
+  for (const ex of examples) {
+    const r = run(ex.cmd, ex.args, 30_000);
+    if (r.error?.code === "ETIMEDOUT" || r.signal) {
+      fail(ex.name, `did not exit within 30 s (it must stop everything and exit on its own)\n${tail(r.stderr)}`);
+      continue;
+    }
+    if (!check(r.status === 0, ex.name, `exit ${r.status ?? r.error?.message}\n${tail(r.stderr)}`)) continue;
+    const lines = r.stdout.split("\n").filter((l) => l.includes("createEvent"));
+    if (!check(lines.length > 0, ex.name, `no line with "createEvent" on stdout:\n${tail(r.stdout)}`)) continue;
+    for (const l of lines) {
+      try {
+        JSON.parse(l);
+      } catch {
+        fail(ex.name, `not a JSON line: ${l.slice(0, 200)}`);
+        break;
+      }
+    }
+    console.log(`publish-check: ${ex.name} ok (${lines.length} createEvent lines, ${r.seconds}s)`);
+  }
+}
+
+// ------------------------------------------------------------------------------------- 3. deploy
+
+/** Every document of every *.yaml under deploy/ (recursively), as { file, obj }. */
+function readDeploy() {
+  const dir = join(ROOT, "deploy");
+  const out = [];
+  const walk = (d) => {
+    for (const e of readdirSync(d, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (/\.ya?ml$/.test(e.name)) {
+        const rel = p.slice(ROOT.length + 1);
+        for (const doc of parseAllDocuments(readFileSync(p, "utf8"))) {
+          if (doc.errors.length) {
+            fail(rel, `YAML error: ${doc.errors[0].message}`);
+            continue;
+          }
+          const obj = doc.toJS();
+          if (obj === null || obj === undefined) continue;
+          // The real-cluster harness and `kubectl apply -f deploy/` treat every *.yaml as an object.
+          if (check(obj.apiVersion && obj.kind && obj.metadata?.name, rel, "a document without apiVersion/kind/metadata.name")) out.push({ file: rel, obj });
+        }
+      }
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+const sameSet = (a, b) => a.length === b.length && [...a].sort().every((x, i) => x === [...b].sort()[i]);
+
+function deployStep() {
+  const objects = readDeploy();
+  const find = (kind, name) => objects.find((o) => o.obj.kind === kind && (!name || o.obj.metadata.name === name))?.obj;
+
+  // Kustomization: named `Kustomization` so `kubectl apply -f deploy/` keeps working (see the file).
+  const kpath = join(ROOT, "deploy", "Kustomization");
+  check(!existsSync(join(ROOT, "deploy", "kustomization.yaml")), "deploy/kustomization.yaml", "must not exist: `kubectl apply -f deploy/` and tests/cluster would apply it as an object; use deploy/Kustomization");
+  if (check(existsSync(kpath), "deploy/Kustomization", "missing (kubectl apply -k deploy/)")) {
+    const k = parseAllDocuments(readFileSync(kpath, "utf8"))[0]?.toJS() ?? {};
+    const top = readdirSync(join(ROOT, "deploy")).filter((f) => /\.ya?ml$/.test(f));
+    check(k.kind === "Kustomization", "deploy/Kustomization", `kind is ${k.kind}`);
+    check(sameSet(k.resources ?? [], top), "deploy/Kustomization", `resources ${JSON.stringify(k.resources)} must be exactly the top-level manifests ${JSON.stringify(top)} (not crds/)`);
+  }
+
+  const ns = "flyte";
+  for (const { file, obj } of objects) {
+    if (obj.kind !== "Namespace" && obj.kind !== "CustomResourceDefinition") check(obj.metadata.namespace === ns, file, `${obj.kind}/${obj.metadata.name} is not in namespace ${ns}`);
+  }
+
+  // RBAC: exactly what AppK8sClient uses.
+  const sa = find("ServiceAccount", "appwatch");
+  const role = find("Role", "appwatch-reader");
+  const binding = find("RoleBinding", "appwatch-reader");
+  check(sa, "deploy/rbac.yaml", "no ServiceAccount appwatch");
+  check(!objects.some((o) => ["ClusterRole", "ClusterRoleBinding"].includes(o.obj.kind)), "deploy/rbac.yaml", "no cluster-scoped RBAC expected");
+  if (check(role, "deploy/rbac.yaml", "no Role appwatch-reader")) {
+    const grants = new Map(); // "group/resource" -> verbs
+    for (const r of role.rules ?? []) {
+      check(!r.resourceNames && !r.nonResourceURLs, "deploy/rbac.yaml", "unexpected resourceNames/nonResourceURLs");
+      for (const g of r.apiGroups ?? []) for (const res of r.resources ?? []) {
+        const key = `${g}/${res}`;
+        grants.set(key, [...new Set([...(grants.get(key) ?? []), ...(r.verbs ?? [])])]);
+      }
+    }
+    const expected = { "serving.knative.dev/services": ["get", "list", "watch"], "serving.knative.dev/revisions": ["get"] };
+    check(sameSet([...grants.keys()], Object.keys(expected)), "deploy/rbac.yaml", `Role grants ${JSON.stringify([...grants.keys()])}, expected exactly ${JSON.stringify(Object.keys(expected))}`);
+    for (const [key, verbs] of Object.entries(expected)) {
+      check(sameSet(grants.get(key) ?? [], verbs), "deploy/rbac.yaml", `${key}: verbs ${JSON.stringify(grants.get(key))}, expected exactly ${JSON.stringify(verbs)}`);
+    }
+  }
+  if (check(binding, "deploy/rbac.yaml", "no RoleBinding appwatch-reader")) {
+    check(binding.roleRef?.kind === "Role" && binding.roleRef?.name === "appwatch-reader", "deploy/rbac.yaml", "RoleBinding must reference Role appwatch-reader");
+    check(binding.subjects?.length === 1 && binding.subjects[0].kind === "ServiceAccount" && binding.subjects[0].name === "appwatch" && binding.subjects[0].namespace === ns, "deploy/rbac.yaml", "RoleBinding must bind exactly ServiceAccount flyte/appwatch");
+  }
+
+  // Deployment
+  const dep = find("Deployment", "appwatch");
+  if (!check(dep, "deploy/deployment.yaml", "no Deployment appwatch")) return;
+  const W = "deploy/deployment.yaml";
+  const pod = dep.spec?.template?.spec ?? {};
+  const podLabels = dep.spec?.template?.metadata?.labels ?? {};
+  const matches = (selector) => Object.entries(selector ?? {}).length > 0 && Object.entries(selector).every(([k, v]) => podLabels[k] === v);
+  check(matches(dep.spec?.selector?.matchLabels), W, "spec.selector does not match the pod labels");
+  check((dep.spec?.replicas ?? 1) >= 2, W, "at least 2 replicas");
+  check(pod.serviceAccountName === "appwatch", W, "serviceAccountName must be appwatch");
+  check(pod.securityContext?.runAsNonRoot === true, W, "pod securityContext.runAsNonRoot must be true");
+  check(pod.securityContext?.runAsUser > 0, W, "pod securityContext.runAsUser must be a non-zero uid");
+  check(pod.securityContext?.seccompProfile?.type === "RuntimeDefault", W, "pod seccompProfile must be RuntimeDefault");
+  const containers = pod.containers ?? [];
+  check(containers.length === 1, W, "exactly one container");
+  const c = containers[0] ?? {};
+  const sc = c.securityContext ?? {};
+  check(sc.readOnlyRootFilesystem === true, W, "readOnlyRootFilesystem must be true");
+  check(sc.allowPrivilegeEscalation === false, W, "allowPrivilegeEscalation must be false");
+  check(sc.privileged !== true, W, "must not be privileged");
+  check((sc.capabilities?.drop ?? []).includes("ALL") && !(sc.capabilities?.add ?? []).length, W, "capabilities must drop ALL and add none");
+  check(sc.runAsNonRoot !== false && sc.runAsUser !== 0, W, "the container must not override runAsNonRoot/runAsUser to root");
+  const ports = c.ports ?? [];
+  const http = ports.find((p) => p.containerPort === 8080);
+  check(http, W, "containerPort 8080");
+  const portOk = (p) => p === 8080 || (http && p === http.name);
+  check(c.livenessProbe?.httpGet?.path === "/healthz" && portOk(c.livenessProbe?.httpGet?.port), W, "livenessProbe must be GET /healthz on 8080");
+  check(c.readinessProbe?.httpGet?.path === "/readyz" && portOk(c.readinessProbe?.httpGet?.port), W, "readinessProbe must be GET /readyz on 8080");
+  for (const kind of ["requests", "limits"]) {
+    check(c.resources?.[kind]?.cpu && c.resources?.[kind]?.memory, W, `resources.${kind} must set cpu and memory`);
+  }
+  const args = c.args ?? [];
+  check(args[0] === "serve", W, `args must start with "serve" (got ${JSON.stringify(args)})`);
+  check(args.includes("--port") && args[args.indexOf("--port") + 1] === "8080", W, "args must include --port 8080");
+  // Deno needs a writable DENO_DIR under a writable mount when the root filesystem is read-only.
+  const denoDir = (c.env ?? []).find((e) => e.name === "DENO_DIR")?.value;
+  const mounts = (c.volumeMounts ?? []).filter((m) => !m.readOnly);
+  const emptyDirs = new Set((pod.volumes ?? []).filter((v) => v.emptyDir).map((v) => v.name));
+  check(denoDir && mounts.some((m) => emptyDirs.has(m.name) && (denoDir === m.mountPath || denoDir.startsWith(`${m.mountPath.replace(/\/$/, "")}/`))), W, `DENO_DIR (${denoDir}) must be under a writable emptyDir mount`);
+
+  // Service and PDB
+  const svc = find("Service", "appwatch");
+  if (check(svc, "deploy/service.yaml", "no Service appwatch")) {
+    check((svc.spec?.type ?? "ClusterIP") === "ClusterIP", "deploy/service.yaml", "type must be ClusterIP");
+    check(matches(svc.spec?.selector), "deploy/service.yaml", "selector does not match the Deployment's pods");
+    const sp = (svc.spec?.ports ?? [])[0] ?? {};
+    check(sp.port === 8080 && portOk(sp.targetPort ?? sp.port), "deploy/service.yaml", "port 8080 -> the container's 8080");
+  }
+  const pdb = find("PodDisruptionBudget", "appwatch");
+  if (check(pdb, "deploy/pdb.yaml", "no PodDisruptionBudget appwatch")) {
+    check(pdb.apiVersion === "policy/v1", "deploy/pdb.yaml", "apiVersion policy/v1");
+    check(pdb.spec?.minAvailable === 1, "deploy/pdb.yaml", "minAvailable must be 1");
+    check(matches(pdb.spec?.selector?.matchLabels), "deploy/pdb.yaml", "selector does not match the Deployment's pods");
+  }
+
+  // Dockerfile: non-root, Deno with explicit permissions (never all), the HTTP port.
+  const df = readFileSync(join(ROOT, "Dockerfile"), "utf8").replace(/\\\n/g, " ");
+  const D = "Dockerfile";
+  const user = [...df.matchAll(/^USER\s+(\S+)/gm)].at(-1)?.[1];
+  check(user && !/^(root|0)(:|$)/.test(user), D, `the final USER must be non-root (got ${user})`);
+  const entry = /^ENTRYPOINT\s+(\[.*\])/m.exec(df)?.[1];
+  let argv = [];
+  try {
+    argv = JSON.parse(entry ?? "null") ?? [];
+  } catch {
+    fail(D, "ENTRYPOINT must be a JSON array");
+  }
+  check(argv[0] === "deno" && argv[1] === "run", D, `ENTRYPOINT must be deno run (got ${entry})`);
+  check(!argv.some((a) => /^(-A|--allow-all|--allow-write|--allow-run|--allow-ffi|--allow-sys)/.test(a)), D, `ENTRYPOINT must not grant all/write/run/ffi/sys (got ${entry})`);
+  check(argv.some((a) => a.startsWith("--allow-read=")), D, "ENTRYPOINT must limit --allow-read to listed paths");
+  check(/^EXPOSE\s+8080\b/m.test(df), D, "EXPOSE 8080");
+  check(/^HEALTHCHECK\b.*\/healthz/m.test(df), D, "HEALTHCHECK on /healthz");
+  console.log(`publish-check: deploy/ and Dockerfile ok (${objects.length} objects)`);
+}
+
+const started = Date.now();
+if (steps.includes("publish")) publishStep();
+if (steps.includes("examples")) exampleStep();
+if (steps.includes("deploy")) deployStep();
+
+if (failures.length) {
+  console.error(`publish-check: FAILED (${failures.length})`);
+  for (const f of failures) console.error(`  - ${f}`);
+  process.exit(1);
+}
+console.log(`publish-check: ok (${((Date.now() - started) / 1000).toFixed(1)}s)`);

@@ -1,0 +1,192 @@
+/**
+ * Resume tokens and the journal of recent app changes behind them.
+ *
+ * A token is the watch position a client has seen everything up to: for each
+ * watched stream (a namespace, or `*` for a cluster-wide watch) the
+ * Kubernetes resourceVersion of the last KService event applied. Because the
+ * positions are the API server's own resourceVersions, not process-local
+ * counters, a token from one replica means the same thing on any other replica
+ * watching the same cluster and namespaces.
+ *
+ * The journal keeps the last `capacity` app changes with their positions. A
+ * token can be resumed when, for every stream, the journal holds every change
+ * after the token's position (its window starts at or before it); then the
+ * missed changes are exactly the journal entries after it. Anything else — an
+ * unknown stream, a position before the window, a relist since (which loses the
+ * intermediate events) — cannot be resumed, and the caller sends a snapshot.
+ * @module
+ */
+import * as v from "valibot";
+import { compareResourceVersions } from "../watch/resource-version.ts";
+import type { AppChange } from "./subscriptions.ts";
+
+/** A watch position: stream (namespace or `*`) → resourceVersion. */
+export type Position = Readonly<Record<string, string>>;
+
+const TokenSchema = v.strictObject({
+  v: v.literal(1),
+  p: v.record(v.pipe(v.string(), v.maxLength(253)), v.pipe(v.string(), v.regex(/^[0-9]{1,40}$/))),
+});
+
+function toBase64Url(text: string): string {
+  const bytes = new TextEncoder().encode(text);
+  let bin = "";
+  for (const b of bytes) bin += String.fromCharCode(b);
+  return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function fromBase64Url(text: string): string | undefined {
+  if (!/^[A-Za-z0-9_-]*$/.test(text)) return undefined;
+  try {
+    const bin = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
+    return new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Encodes a position as an opaque, URL-safe resume token. */
+export function encodeToken(position: Position): string {
+  const p: Record<string, string> = {};
+  for (const k of Object.keys(position).sort()) p[k] = position[k]!;
+  return toBase64Url(JSON.stringify({ v: 1, p }));
+}
+
+/** Decodes a resume token; `undefined` when it is not one of ours. */
+export function decodeToken(token: string): Position | undefined {
+  if (token.length > 8192) return undefined;
+  const text = fromBase64Url(token);
+  if (text === undefined) return undefined;
+  try {
+    const parsed = v.safeParse(TokenSchema, JSON.parse(text));
+    return parsed.success ? parsed.output.p : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `a` ≥ `b` for every stream of `b`; undefined when not comparable. */
+export function positionCovers(a: Position, b: Position): boolean {
+  for (const [stream, rv] of Object.entries(b)) {
+    const mine = a[stream];
+    if (mine === undefined || (compareResourceVersions(mine, rv) ?? -1) < 0) return false;
+  }
+  return true;
+}
+
+/** One journaled app change. */
+export interface JournalEntry {
+  stream: string;
+  resourceVersion: string;
+  change: AppChange;
+}
+
+/** Why a token could not be resumed. */
+export type ResumeFailure = "malformed" | "unknown-stream" | "too-old" | "ahead";
+
+/** The result of {@link Journal.since}. */
+export type ResumeResult =
+  | { ok: true; changes: AppChange[] }
+  | { ok: false; reason: ResumeFailure };
+
+/** The cursor per stream and a bounded window of recent changes. */
+export class Journal {
+  readonly capacity: number;
+  /** Latest applied resourceVersion per stream. */
+  readonly #cursor = new Map<string, string>();
+  /** Per stream, the position from which the journal is complete. */
+  readonly #base = new Map<string, string>();
+  #entries: JournalEntry[] = [];
+  #head = 0; // index of the oldest live entry in #entries
+  #token: string | undefined;
+
+  constructor(capacity = 10_000) {
+    this.capacity = Math.max(0, capacity);
+  }
+
+  /** Number of changes held. */
+  get size(): number {
+    return this.#entries.length - this.#head;
+  }
+
+  /** The current position (everything applied so far). */
+  position(): Position {
+    return Object.fromEntries(this.#cursor);
+  }
+
+  /** The resume token for the current position (cached until it moves). */
+  token(): string {
+    this.#token ??= encodeToken(this.position());
+    return this.#token;
+  }
+
+  /** The stream listed anew at `resourceVersion`: the journal for it restarts there. */
+  reset(stream: string, resourceVersion: string): void {
+    this.#base.set(stream, resourceVersion);
+    this.#cursor.set(stream, resourceVersion);
+    this.#token = undefined;
+    const kept = this.#entries.slice(this.#head).filter((e) => e.stream !== stream);
+    this.#entries = kept;
+    this.#head = 0;
+  }
+
+  /** A KService event at `resourceVersion` was applied (whether or not it changed an app). */
+  advance(stream: string, resourceVersion: string): void {
+    const cur = this.#cursor.get(stream);
+    if (cur !== undefined && (compareResourceVersions(resourceVersion, cur) ?? 1) <= 0) return;
+    this.#cursor.set(stream, resourceVersion);
+    this.#token = undefined;
+  }
+
+  /** Records an app change at the current position of `stream`. */
+  append(stream: string, change: AppChange): void {
+    if (this.capacity === 0) {
+      this.#base.set(stream, this.#cursor.get(stream) ?? "");
+      return;
+    }
+    this.#entries.push({ stream, resourceVersion: this.#cursor.get(stream) ?? "", change });
+    if (this.size > this.capacity) {
+      const evicted = this.#entries[this.#head]!;
+      this.#head++;
+      // The window of that stream now starts after the evicted change.
+      this.#base.set(evicted.stream, evicted.resourceVersion);
+      if (this.#head > 4096 && this.#head * 2 > this.#entries.length) {
+        this.#entries = this.#entries.slice(this.#head);
+        this.#head = 0;
+      }
+    }
+  }
+
+  /**
+   * The changes after `token` that `match` accepts, or why they cannot be
+   * known. A token ahead of this journal (another replica that is further
+   * along) is reported as `ahead`; see {@link Journal.covers}.
+   */
+  since(token: string, match: (change: AppChange) => boolean): ResumeResult {
+    const from = decodeToken(token);
+    if (!from) return { ok: false, reason: "malformed" };
+    const streams = [...this.#cursor.keys()];
+    if (streams.length !== Object.keys(from).length || streams.some((s) => from[s] === undefined)) {
+      return { ok: false, reason: "unknown-stream" };
+    }
+    for (const s of streams) {
+      const base = this.#base.get(s);
+      if (base === undefined) return { ok: false, reason: "too-old" };
+      const vsBase = compareResourceVersions(from[s]!, base);
+      if (vsBase === undefined || vsBase < 0) return { ok: false, reason: "too-old" };
+      if ((compareResourceVersions(from[s]!, this.#cursor.get(s)!) ?? 1) > 0) return { ok: false, reason: "ahead" };
+    }
+    const changes: AppChange[] = [];
+    for (let i = this.#head; i < this.#entries.length; i++) {
+      const e = this.#entries[i]!;
+      if ((compareResourceVersions(e.resourceVersion, from[e.stream]!) ?? 1) > 0 && match(e.change)) changes.push(e.change);
+    }
+    return { ok: true, changes };
+  }
+
+  /** True when this journal has applied everything up to `token`'s position. */
+  covers(token: string): boolean {
+    const from = decodeToken(token);
+    return from !== undefined && positionCovers(this.position(), from);
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * Deno: `Deno.serve` with `hono/deno`'s WebSocket upgrade (Deno pings and
+ * closes a silent peer itself: `idleTimeout`).
+ * @module
+ */
+import { getConnInfo, upgradeWebSocket } from "hono/deno";
+import type { UpgradeWebSocket } from "hono/ws";
+import { type ServerAdapter, urlHost } from "./types.ts";
+
+const upgrade: UpgradeWebSocket<unknown> = (createEvents, options) =>
+  // deno-lint-ignore no-explicit-any
+  (upgradeWebSocket as any)(createEvents, { idleTimeout: 60, ...(options as object | undefined) });
+
+/** The Deno adapter. */
+export const adapter: ServerAdapter = {
+  runtime: "deno",
+  upgradeWebSocket: upgrade,
+  clientAddress: (c) => getConnInfo(c).remote.address,
+  listen(app, { port, hostname }) {
+    // deno-lint-ignore no-explicit-any
+    const Deno = (globalThis as any).Deno;
+    const ac = new AbortController();
+    return new Promise((resolve, reject) => {
+      try {
+        const server = Deno.serve({
+          port,
+          hostname,
+          signal: ac.signal,
+          onListen: ({ port: actual }: { port: number }) =>
+            resolve({
+              url: `http://${urlHost(hostname)}:${actual}`,
+              port: actual,
+              close: async () => {
+                ac.abort();
+                await server.finished;
+              },
+            }),
+        }, app.fetch);
+      } catch (err) {
+        reject(err);
+      }
+    });
+  },
+};

@@ -1,0 +1,437 @@
+/**
+ * The appwatch HTTP API as one Hono app (docs/protocol.md): `GET /v1/watch`
+ * (WebSocket, or Server-Sent Events with `Accept: text/event-stream`),
+ * `GET /v1/apps`, `GET /v1/apps/:project/:domain/:name`, `/healthz`,
+ * `/readyz`, `/metrics`. Nothing here is runtime-specific: each runtime's
+ * adapter passes its `upgradeWebSocket` and a way to read the client address.
+ * @module
+ */
+import { type Context, Hono, type MiddlewareHandler } from "hono";
+import type { UpgradeWebSocket, WSContext } from "hono/ws";
+import { type AppK8sClient, AppNotFoundError, type SubscribeTarget } from "../flyte/app-client.ts";
+import type { App } from "../flyte/model.ts";
+import { KubeApiError } from "../kube/status.ts";
+import { type Logger, silentLogger } from "../log.ts";
+import { type BearerAuth, createBearerAuth } from "./auth.ts";
+import { type Frame, pongFrame } from "./frames.ts";
+import { type BuildInfo, ServiceMetrics } from "./metrics.ts";
+import { ClientMessageSchema, GetAppParamsSchema, issuesOf, ListQuerySchema, parseQuery, type WatchQuery, WatchQuerySchema } from "./schemas.ts";
+import { type FrameSink, pumpStream, type StreamOptions } from "./stream.ts";
+import * as v from "valibot";
+
+/** WebSocket close codes appwatch uses (RFC 6455 §7.4). */
+export const CLOSE = {
+  normal: 1000,
+  goingAway: 1001, // server shutting down
+  policy: 1008, // bad client message
+  tooBig: 1009, // client message over the size limit
+  internal: 1011,
+  tryAgainLater: 1013, // slow consumer (disconnect policy) or a frame the runtime dropped
+} as const;
+
+/** Limits and safety settings of the API. */
+export interface ApiLimits {
+  /** Open streams (WebSocket + SSE) per client address (each carries one subscription). Default 64. */
+  maxConnectionsPerClient: number;
+  /** Largest client WebSocket message in bytes. Default 4096. */
+  maxMessageBytes: number;
+  /** Heartbeat frame period. Default 15 s. */
+  heartbeatMs: number;
+  /** Protocol-level ping period where the runtime leaves it to us (Node); a peer that misses one is closed. Default 30 s. */
+  pingMs: number;
+  /** Socket buffer high-water mark per stream. Default 1 MiB. */
+  highWaterMark: number;
+  /** Wait for a resume token from a replica ahead of this one. Default 2 s. */
+  catchUpMs: number;
+}
+
+/** Options of {@link createApp}. */
+export interface CreateAppOptions {
+  client: AppK8sClient;
+  /** The runtime's Hono `upgradeWebSocket`; without it `/v1/watch` serves SSE only. */
+  upgradeWebSocket?: UpgradeWebSocket<unknown>;
+  /** The runtime's way to read the peer address (for per-client limits). */
+  clientAddress?: (c: Context) => string | undefined;
+  /** Bearer tokens accepted on `/v1/*` (none: no auth). */
+  authTokens?: string[];
+  /** Allowed `Origin` values for `/v1/*` (none: any). Requests without `Origin` are always allowed. */
+  allowedOrigins?: string[];
+  limits?: Partial<ApiLimits>;
+  logger?: Logger;
+  build?: BuildInfo;
+}
+
+/** What {@link createApp} returns. */
+export interface AppwatchApp {
+  /** The Hono app: `app.fetch` serves every route; mount it with `route()`. */
+  app: Hono;
+  metrics: ServiceMetrics;
+  /** Ends every open stream (WebSocket close with `code`, SSE end) and refuses new ones. */
+  closeStreams(code?: number, reason?: string): void;
+}
+
+const DEFAULT_LIMITS: ApiLimits = {
+  maxConnectionsPerClient: 64,
+  maxMessageBytes: 4096,
+  heartbeatMs: 15_000,
+  pingMs: 30_000,
+  highWaterMark: 1 << 20,
+  catchUpMs: 2_000,
+};
+
+type ErrorCode =
+  | "invalid_argument"
+  | "not_found"
+  | "unauthenticated"
+  | "permission_denied"
+  | "resource_exhausted"
+  | "unavailable"
+  | "internal"
+  | "failed_precondition";
+
+function errorResponse(c: Context, status: number, code: ErrorCode, message: string, extra: Record<string, unknown> = {}): Response {
+  return c.json({ code, message, ...extra }, status as 400);
+}
+
+/** Route label for metrics (bounded cardinality). */
+function routeOf(path: string): string {
+  if (path === "/v1/watch" || path === "/v1/apps" || path === "/healthz" || path === "/readyz" || path === "/metrics") return path;
+  if (path.startsWith("/v1/apps/")) return "/v1/apps/:project/:domain/:name";
+  return "other";
+}
+
+function targetOf(q: WatchQuery): { target: SubscribeTarget; kind: string } {
+  const org = q.org !== undefined ? { org: q.org } : {};
+  if (q.app !== undefined) return { target: { ...org, project: q.project!, domain: q.domain!, name: q.app }, kind: "app" };
+  if (q.project !== undefined) return { target: { ...org, project: q.project, domain: q.domain! }, kind: "project" };
+  if (q.org !== undefined) return { target: { org: q.org }, kind: "org" };
+  return { target: "", kind: "all" };
+}
+
+/** proto3 JSON of Flyte's ListResponse: empty fields omitted. */
+function listResponse(apps: App[], token: string): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (apps.length) out.apps = apps;
+  if (token) out.token = token;
+  return out;
+}
+
+/** Builds the appwatch Hono app around a started (or starting) {@link AppK8sClient}. */
+export function createApp(options: CreateAppOptions): AppwatchApp {
+  const client = options.client;
+  const limits: ApiLimits = { ...DEFAULT_LIMITS, ...options.limits };
+  const log = (options.logger ?? silentLogger).child({ component: "api" });
+  const metrics = new ServiceMetrics(options.build ?? { version: "dev", runtime: "unknown", runtimeVersion: "" });
+  const auth: BearerAuth | undefined = options.authTokens?.length ? createBearerAuth(options.authTokens) : undefined;
+  const origins = options.allowedOrigins?.length ? new Set(options.allowedOrigins) : undefined;
+  const perClient = new Map<string, number>();
+  const open = new Set<(code: number, reason: string) => void>();
+  let closing = false;
+  const streamOptions: StreamOptions = { heartbeatMs: limits.heartbeatMs, highWaterMark: limits.highWaterMark, catchUpMs: limits.catchUpMs };
+
+  const acquire = (addr: string): boolean => {
+    const n = perClient.get(addr) ?? 0;
+    if (n >= limits.maxConnectionsPerClient) return false;
+    perClient.set(addr, n + 1);
+    return true;
+  };
+  const release = (addr: string): void => {
+    const n = (perClient.get(addr) ?? 1) - 1;
+    if (n <= 0) perClient.delete(addr);
+    else perClient.set(addr, n);
+  };
+
+  const app = new Hono();
+
+  // Count every request by route and status (reads only: no header changes on upgrade responses).
+  app.use("*", async (c, next) => {
+    await next();
+    metrics.request(routeOf(c.req.path), c.res.status);
+  });
+
+  // /v1/*: Origin allow-list, then bearer auth.
+  const guard: MiddlewareHandler = async (c, next) => {
+    const origin = c.req.header("origin");
+    if (origins && origin !== undefined && !origins.has(origin)) {
+      metrics.reject("origin");
+      return errorResponse(c, 403, "permission_denied", `origin ${JSON.stringify(origin)} is not allowed`);
+    }
+    if (auth) {
+      const header = c.req.header("authorization");
+      const fromHeader = header?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
+      // Browsers cannot set headers on WebSocket/EventSource: the token may come as a query parameter there.
+      const fromQuery = c.req.path === "/v1/watch" ? new URL(c.req.url).searchParams.get("access_token") ?? undefined : undefined;
+      const presented = fromHeader ?? fromQuery;
+      if (presented === undefined || !(await auth.verify(presented))) {
+        metrics.reject("auth");
+        c.header("WWW-Authenticate", 'Bearer realm="appwatch"');
+        return errorResponse(c, 401, "unauthenticated", presented === undefined ? "a bearer token is required" : "the bearer token is not valid");
+      }
+    }
+    await next();
+  };
+  app.use("/v1/*", guard);
+
+  app.get("/healthz", (c) => c.json({ status: "ok" }));
+
+  app.get("/readyz", (c) => {
+    if (closing) return c.json({ status: "not ready", reason: "shutting down" }, 503);
+    if (!client.synced) return c.json({ status: "not ready", reason: "initial sync of app KServices not done yet" }, 503);
+    const h = client.health();
+    if (!h.healthy) return c.json({ status: "not ready", reason: h.reason ?? "watch unhealthy", since: new Date(h.since).toISOString() }, 503);
+    return c.json({ status: "ready" });
+  });
+
+  app.get("/metrics", (c) => c.text(metrics.render(client), 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" }));
+
+  app.get("/v1/apps", async (c) => {
+    const q = parseQuery(ListQuerySchema, c.req.url);
+    if (!q.ok) return errorResponse(c, 400, "invalid_argument", q.message, { issues: q.issues });
+    try {
+      const { apps, token } = await client.list(q.value.project ?? "", q.value.domain ?? "", q.value.limit ?? 0, q.value.token ?? "");
+      return c.json(listResponse(apps, token));
+    } catch (err) {
+      return apiError(c, err, "list apps");
+    }
+  });
+
+  app.get("/v1/apps/:project/:domain/:name", async (c) => {
+    const params = v.safeParse(GetAppParamsSchema, { ...c.req.param(), ...Object.fromEntries(new URL(c.req.url).searchParams) });
+    if (!params.success) return errorResponse(c, 400, "invalid_argument", issuesOf(params.issues).message, { issues: issuesOf(params.issues).issues });
+    const { org, project, domain, name } = params.output;
+    try {
+      const found = await client.getApp({ ...(org !== undefined ? { org } : {}), project, domain, name });
+      if (org !== undefined && found.metadata?.id?.org !== org) return errorResponse(c, 404, "not_found", `app ${org}/${project}/${domain}/${name} not found`);
+      return c.json(found);
+    } catch (err) {
+      if (err instanceof AppNotFoundError) return errorResponse(c, 404, "not_found", err.message);
+      return apiError(c, err, "get app");
+    }
+  });
+
+  const apiError = (c: Context, err: unknown, what: string): Response => {
+    if (err instanceof KubeApiError) {
+      log.warn(`${what}: the API server refused`, { code: err.code, reason: err.reason, error: err.message });
+      if (err.code === 410) return errorResponse(c, 400, "invalid_argument", `the page token has expired: ${err.message}`);
+      if (err.code === 400 || err.code === 422) return errorResponse(c, 400, "invalid_argument", err.message);
+      if (err.code === 404) return errorResponse(c, 404, "not_found", err.message);
+      return errorResponse(c, 503, "unavailable", `the Kubernetes API answered ${err.code}: ${err.message}`);
+    }
+    log.warn(`${what} failed`, { error: err instanceof Error ? err.message : String(err) });
+    return errorResponse(c, 503, "unavailable", `the Kubernetes API is not reachable: ${err instanceof Error ? err.message : String(err)}`);
+  };
+
+  app.get("/v1/watch", async (c, next) => {
+    const q = parseQuery(WatchQuerySchema, c.req.url);
+    if (!q.ok) {
+      metrics.reject("bad-query");
+      return errorResponse(c, 400, "invalid_argument", q.message, { issues: q.issues });
+    }
+    if (closing) {
+      metrics.reject("shutting-down");
+      return errorResponse(c, 503, "unavailable", "the server is shutting down");
+    }
+    const addr = options.clientAddress?.(c) ?? "unknown";
+    const { target, kind } = targetOf(q.value);
+    const lastEventId = c.req.header("last-event-id");
+    const resume = lastEventId !== undefined && lastEventId !== "" ? lastEventId : q.value.resume;
+    const request = { target, targetKind: kind, snapshot: q.value.snapshot, ...(resume !== undefined ? { resume } : {}) };
+    const wantsSse = (c.req.header("accept") ?? "").includes("text/event-stream");
+    const isUpgrade = (c.req.header("upgrade") ?? "").toLowerCase() === "websocket";
+    if (!wantsSse && !isUpgrade) {
+      return errorResponse(c, 426, "failed_precondition", "GET /v1/watch needs a WebSocket upgrade or Accept: text/event-stream", {});
+    }
+    if (!acquire(addr)) {
+      metrics.reject("per-client-limit");
+      return errorResponse(c, 429, "resource_exhausted", `too many open streams from ${addr} (limit ${limits.maxConnectionsPerClient})`);
+    }
+
+    if (wantsSse || !options.upgradeWebSocket) {
+      if (!wantsSse) {
+        release(addr);
+        return errorResponse(c, 426, "failed_precondition", "WebSocket is not available on this server; use Accept: text/event-stream");
+      }
+      return sseResponse(request, addr);
+    }
+
+    // WebSocket. The slot acquired above is released when the socket closes (or the upgrade fails).
+    let opened = false;
+    const upgrade = options.upgradeWebSocket((_c) => {
+      const abort = new AbortController();
+      let ping: ReturnType<typeof setInterval> | undefined;
+      let raw: unknown;
+      let closedByServer = false;
+      const closeWith = (ws: WSContext, code: number, reason: string) => {
+        if (closedByServer) return;
+        closedByServer = true;
+        metrics.closed(code);
+        try {
+          ws.close(code, reason);
+        } catch { /* already closed */ }
+        abort.abort();
+      };
+      let shutdownHook: ((code: number, reason: string) => void) | undefined;
+      return {
+        onOpen(_evt, ws) {
+          opened = true;
+          raw = ws.raw;
+          metrics.wsConnections++;
+          shutdownHook = (code, reason) => closeWith(ws, code, reason);
+          open.add(shutdownHook);
+          ping = startPing(raw, limits.pingMs);
+          const sink = wsSink(ws);
+          pumpStream(client, request, sink, streamOptions, abort.signal, metrics, log).then((end) => {
+            if (end.reason === "lagging") closeWith(ws, CLOSE.tryAgainLater, "slow consumer: resubscribe with a snapshot");
+            else if (end.reason === "dropped") closeWith(ws, CLOSE.tryAgainLater, "send buffer overflow: reconnect with your resume token");
+            else if (!abort.signal.aborted) closeWith(ws, CLOSE.goingAway, "subscription ended");
+          }, (err) => {
+            log.error("stream failed", { error: err instanceof Error ? err.message : String(err) });
+            closeWith(ws, CLOSE.internal, "internal error");
+          });
+        },
+        onMessage(evt, ws) {
+          const data = evt.data;
+          const size = typeof data === "string" ? new TextEncoder().encode(data).byteLength : data instanceof ArrayBuffer ? data.byteLength : (data as Blob).size ?? 0;
+          if (size > limits.maxMessageBytes) return closeWith(ws, CLOSE.tooBig, `message of ${size} bytes is over the ${limits.maxMessageBytes}-byte limit`);
+          if (typeof data !== "string") return closeWith(ws, CLOSE.policy, "binary messages are not accepted; send JSON text");
+          let parsed: unknown;
+          try {
+            parsed = JSON.parse(data);
+          } catch {
+            return closeWith(ws, CLOSE.policy, "message is not JSON");
+          }
+          const msg = v.safeParse(ClientMessageSchema, parsed);
+          if (!msg.success) return closeWith(ws, CLOSE.policy, `unknown message: ${issuesOf(msg.issues).message}`.slice(0, 120));
+          wsSink(ws).send(pongFrame(msg.output.ping.id));
+        },
+        onClose(evt) {
+          if (!closedByServer) metrics.closed((evt as CloseEvent).code ?? 1005);
+          abort.abort();
+          if (ping) clearInterval(ping);
+          if (shutdownHook) open.delete(shutdownHook);
+          metrics.wsConnections--;
+          release(addr);
+        },
+        onError() {
+          abort.abort();
+        },
+      };
+    });
+    try {
+      const res = await upgrade(c, next);
+      if (!opened && (!res || res.status !== 101)) {
+        // Not upgraded (Bun/Deno return a response synchronously; Node answers 101 later).
+        if (res && res.status !== 101 && res.status !== 200) release(addr);
+      }
+      return res ?? errorResponse(c, 400, "invalid_argument", "WebSocket upgrade failed");
+    } catch (err) {
+      release(addr);
+      log.warn("WebSocket upgrade failed", { error: err instanceof Error ? err.message : String(err) });
+      return errorResponse(c, 400, "invalid_argument", "WebSocket upgrade failed");
+    }
+  });
+
+  function sseResponse(request: Parameters<typeof pumpStream>[1], addr: string): Response {
+    const abort = new AbortController();
+    const encoder = new TextEncoder();
+    let controller!: ReadableStreamDefaultController<Uint8Array>;
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      abort.abort();
+      open.delete(shutdownHook);
+      metrics.sseConnections--;
+      release(addr);
+      try {
+        controller.close();
+      } catch { /* cancelled */ }
+    };
+    const shutdownHook = (_code: number, _reason: string) => end();
+    const stream = new ReadableStream<Uint8Array>({
+      start(ctl) {
+        controller = ctl;
+        ctl.enqueue(encoder.encode(`retry: 2000\n\n`));
+      },
+      cancel() {
+        end();
+      },
+    }, { highWaterMark: limits.highWaterMark, size: (chunk) => chunk.byteLength });
+    const sink: FrameSink = {
+      send(frame: Frame) {
+        if (ended) return "closed";
+        const id = frame.token !== undefined ? `id: ${frame.token}\n` : "";
+        try {
+          controller.enqueue(encoder.encode(`event: ${frame.kind}\n${id}data: ${frame.json}\n\n`));
+          return "ok";
+        } catch {
+          return "closed";
+        }
+      },
+      bufferedAmount() {
+        const free = controller.desiredSize ?? 0;
+        return Math.max(0, limits.highWaterMark - free);
+      },
+    };
+    metrics.sseConnections++;
+    open.add(shutdownHook);
+    pumpStream(client, request, sink, streamOptions, abort.signal, metrics, log).then(end, (err) => {
+      log.error("SSE stream failed", { error: err instanceof Error ? err.message : String(err) });
+      end();
+    });
+    return new Response(stream, {
+      headers: {
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-cache, no-transform",
+        "x-accel-buffering": "no",
+      },
+    });
+  }
+
+  return {
+    app,
+    metrics,
+    closeStreams(code: number = CLOSE.goingAway, reason = "server shutting down") {
+      closing = true;
+      for (const close of [...open]) close(code, reason);
+    },
+  };
+}
+
+/** A WebSocket as a {@link FrameSink}: Bun's `send()` result is checked, never dropped unnoticed. */
+function wsSink(ws: WSContext): FrameSink {
+  // deno-lint-ignore no-explicit-any
+  const raw = ws.raw as any;
+  return {
+    send(frame) {
+      if ((raw?.readyState ?? ws.readyState) !== 1) return "closed";
+      if (typeof raw?.getBufferedAmount === "function") {
+        // Bun: >0 bytes sent, -1 queued under backpressure, 0 dropped (over backpressureLimit).
+        const r = raw.send(frame.json);
+        return r === 0 ? "dropped" : "ok";
+      }
+      ws.send(frame.json);
+      return "ok";
+    },
+    bufferedAmount() {
+      if (typeof raw?.getBufferedAmount === "function") return raw.getBufferedAmount();
+      return typeof raw?.bufferedAmount === "number" ? raw.bufferedAmount : 0;
+    },
+  };
+}
+
+/** Node's `ws` sends no pings by itself: ping, and end a peer that missed the last one. */
+function startPing(raw: unknown, everyMs: number): ReturnType<typeof setInterval> | undefined {
+  // deno-lint-ignore no-explicit-any
+  const r = raw as any;
+  if (typeof r?.ping !== "function" || typeof r?.on !== "function" || typeof r?.terminate !== "function") return undefined;
+  let alive = true;
+  r.on("pong", () => (alive = true));
+  return setInterval(() => {
+    if (!alive) return r.terminate();
+    alive = false;
+    try {
+      r.ping();
+    } catch { /* closing */ }
+  }, everyMs);
+}

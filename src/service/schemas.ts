@@ -1,0 +1,97 @@
+/**
+ * valibot schemas for everything a client sends the API: query strings, path
+ * parameters, WebSocket messages. A failure becomes a 400 (or a 1008 close)
+ * whose message names the offending key.
+ * @module
+ */
+import * as v from "valibot";
+
+/** A Flyte org/project/domain/app name as it may appear in a query. */
+const Name = v.pipe(
+  v.string(),
+  v.minLength(1, "must not be empty"),
+  v.maxLength(253, "must be at most 253 characters"),
+  v.regex(/^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/, "must be letters, digits, '.', '_' or '-', starting and ending with a letter or digit"),
+);
+const Bool = v.pipe(
+  v.picklist(["true", "false", "1", "0"], "must be true or false"),
+  v.transform((s) => s === "true" || s === "1"),
+);
+const Token = v.pipe(v.string(), v.minLength(1, "must not be empty"), v.maxLength(8192, "is too long"));
+
+/** `GET /v1/watch` query. */
+export const WatchQuerySchema = v.pipe(
+  v.strictObject({
+    project: v.optional(Name),
+    domain: v.optional(Name),
+    app: v.optional(Name),
+    org: v.optional(Name),
+    snapshot: v.optional(Bool, "true"),
+    resume: v.optional(Token),
+    access_token: v.optional(v.string()),
+  }),
+  v.check((q) => q.app === undefined || (q.project !== undefined && q.domain !== undefined), "app needs project and domain"),
+  v.check((q) => (q.project === undefined) === (q.domain === undefined), "project and domain go together"),
+);
+/** A validated watch query. */
+export type WatchQuery = v.InferOutput<typeof WatchQuerySchema>;
+
+/** `GET /v1/apps` query (Flyte's List: project, domain, limit, token). */
+export const ListQuerySchema = v.strictObject({
+  project: v.optional(Name),
+  domain: v.optional(Name),
+  limit: v.optional(v.pipe(
+    v.string(),
+    v.regex(/^\d{1,9}$/, "must be a non-negative integer"),
+    v.transform(Number),
+    v.maxValue(10_000, "must be at most 10000"),
+  )),
+  token: v.optional(v.pipe(v.string(), v.maxLength(8192, "is too long"))),
+});
+
+/** `GET /v1/apps/:project/:domain/:name` path parameters (+ optional `org` query). */
+export const GetAppParamsSchema = v.strictObject({
+  project: Name,
+  domain: Name,
+  name: Name,
+  org: v.optional(Name),
+});
+
+/** Messages a WebSocket client may send. Anything else closes with 1008. */
+export const ClientMessageSchema = v.strictObject({
+  ping: v.strictObject({ id: v.optional(v.pipe(v.string(), v.maxLength(128))) }),
+});
+
+/** One validation problem, as the API reports it. */
+export interface ApiIssue {
+  key: string;
+  message: string;
+}
+
+/** valibot issues → a one-line message naming the keys, and a list. */
+export function issuesOf(issues: readonly v.BaseIssue<unknown>[]): { message: string; issues: ApiIssue[] } {
+  const list = issues.map((i) => {
+    const key = i.path?.map((p) => String(p.key)).join(".") ?? "";
+    const message = i.kind === "schema" && i.type === "strict_object" && key
+      ? "is not a known parameter"
+      : i.message;
+    return { key, message };
+  });
+  return { message: list.map((i) => (i.key ? `${i.key}: ${i.message}` : i.message)).join("; "), issues: list };
+}
+
+/** Parses a URL's query string with `schema`; repeated keys are an error. */
+export function parseQuery<S extends v.GenericSchema>(
+  schema: S,
+  url: string,
+): { ok: true; value: v.InferOutput<S> } | { ok: false; message: string; issues: ApiIssue[] } {
+  const params = new URL(url).searchParams;
+  const query: Record<string, string> = {};
+  for (const [key, value] of params) {
+    if (key in query) return { ok: false, message: `${key}: is repeated`, issues: [{ key, message: "is repeated" }] };
+    query[key] = value;
+  }
+  const r = v.safeParse(schema, query);
+  if (r.success) return { ok: true, value: r.output };
+  return { ok: false, ...issuesOf(r.issues) };
+}
