@@ -16,6 +16,18 @@
  *   console.log(event.type, event.type === "synced" ? event.phase : event.object.metadata.name);
  * }
  * ```
+ *
+ * Or mount appwatch's API (WebSocket/SSE watch, apps, health, metrics) in your own Hono server:
+ *
+ * ```ts
+ * import { AppK8sClient, connect, createApp } from "./mod.ts";
+ * import { upgradeWebSocket } from "hono/deno"; // or hono/bun, @hono/node-server
+ *
+ * const apps = new AppK8sClient({ client: await connect(), namespace: "flyte" });
+ * await apps.startWatching();
+ * const { app } = createApp({ client: apps, upgradeWebSocket });
+ * Deno.serve(app.fetch);
+ * ```
  * @module
  */
 
@@ -72,12 +84,22 @@ export {
   AppNotFoundError,
   AppsForbiddenError,
   KnativeNotInstalledError,
+  type SubscribeOptions,
   type SubscribeTarget,
 } from "./src/flyte/app-client.ts";
 export { AppConversionError, appIdentity, kserviceToApp } from "./src/flyte/convert.ts";
 export { KServiceName, publicIngress } from "./src/flyte/naming.ts";
 export { specFromAnnotation } from "./src/flyte/spec.ts";
-export { type AppChange, LaggingError, type SlowConsumerPolicy, Subscription, type SubscriptionStats } from "./src/flyte/subscriptions.ts";
+export {
+  type AppChange,
+  LaggingError,
+  type SlowConsumerPolicy,
+  Subscription,
+  type SubscriptionItem,
+  type SubscriptionStart,
+  type SubscriptionStats,
+} from "./src/flyte/subscriptions.ts";
+export { decodeToken, encodeToken, Journal, type Position, type ResumeFailure, type ResumeResult } from "./src/flyte/journal.ts";
 export type {
   App,
   AppsConfig,
@@ -94,6 +116,13 @@ export type {
   WatchResponse,
 } from "./src/flyte/model.ts";
 export { AppsConfigSchema, DEFAULT_APPS_CONFIG, IdentifierSchema, ListRequestSchema, WatchRequestSchema } from "./src/flyte/model.ts";
+
+// The service: the Hono app (mount it in your own server) and the whole process
+export { type ApiLimits, type AppwatchApp, CLOSE, createApp, type CreateAppOptions } from "./src/service/app.ts";
+export { type RunningService, type ServiceSettings, startService } from "./src/service/server.ts";
+export { type ListeningServer, type ListenOptions, loadAdapter, type ServerAdapter } from "./src/service/adapters/types.ts";
+export { type Frame, type FrameKind } from "./src/service/frames.ts";
+export { type BuildInfo, ServiceMetrics } from "./src/service/metrics.ts";
 
 // The sandbox API server (tests, demos)
 export {
