@@ -1,8 +1,9 @@
 # appwatch on Deno: the HTTP/WebSocket service (`appwatch serve`) by default.
 #   docker build -t appwatch .
-#   docker run -p 8080:8080 appwatch                           # in a cluster: the pod's service account
+#   docker run -p 8080:8080 appwatch                           # in a pod: its service account; with no cluster config: demo apps
 #   docker run -p 8080:8080 -v ~/.kube/config:/home/appwatch/.kube/config:ro appwatch   # a kubeconfig
-#   docker run appwatch --sandbox                              # the watch CLI against the built-in sandbox
+#   docker run -p 8080:8080 appwatch serve --sandbox           # the service on the built-in sandbox's demo apps
+#   docker run appwatch events --sandbox                       # print raw KService events (the sandbox's)
 # Deployment manifests: deploy/ (kubectl apply -k deploy/); operations: docs/operations.md.
 
 # ---- 1. runtime npm dependencies (hono, valibot, yaml, @bufbuild/protobuf, ...), no dev tools
@@ -40,4 +41,4 @@ CMD ["serve", "--host", "0.0.0.0", "--port", "8080"]
 # `deno eval` has every permission; there is no curl in the image. Kubernetes uses the probes in
 # deploy/deployment.yaml instead.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
-  CMD ["deno", "eval", "--no-config", "const r = await fetch('http://127.0.0.1:8080/healthz'); await r.body?.cancel(); Deno.exit(r.ok ? 0 : 1)"]
+  CMD ["deno", "eval", "--no-config", "const r = await fetch('http://127.0.0.1:8080/healthz', { signal: AbortSignal.timeout(4000) }); await r.body?.cancel(); Deno.exit(r.ok ? 0 : 1)"]

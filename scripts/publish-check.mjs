@@ -61,13 +61,14 @@ function publishStep() {
     fail("deno publish --dry-run", `exit ${r.status ?? r.error?.message}\n${tail(problems || out, 60)}`);
     return;
   }
+  const before = failures.length;
   check(/Success Dry run complete/.test(out), "deno publish --dry-run", `no "Success Dry run complete" line:\n${tail(out)}`);
   const published = out.split("\n").filter((l) => /^\s+file:\/\//.test(l)).map((l) => l.trim().split(" ")[0]);
   for (const bad of ["/tests/", "/bench/", "/node_modules/", "/examples/", "/deploy/", "/scripts/"]) {
     check(!published.some((f) => f.includes(bad)), "deno publish --dry-run", `the package would include ${bad} files`);
   }
   check(published.some((f) => f.endsWith("/mod.ts")), "deno publish --dry-run", "the package would not include mod.ts");
-  console.log(`publish-check: deno publish --dry-run ok (${published.length} files, ${r.seconds}s)`);
+  if (failures.length === before) console.log(`publish-check: deno publish --dry-run ok (${published.length} files, ${r.seconds}s)`);
 }
 
 // ----------------------------------------------------------------------------------- 2. examples
@@ -136,6 +137,7 @@ function readDeploy() {
 const sameSet = (a, b) => a.length === b.length && [...a].sort().every((x, i) => x === [...b].sort()[i]);
 
 function deployStep() {
+  const before = failures.length;
   const objects = readDeploy();
   const find = (kind, name) => objects.find((o) => o.obj.kind === kind && (!name || o.obj.metadata.name === name))?.obj;
 
@@ -252,7 +254,16 @@ function deployStep() {
   check(argv.some((a) => a.startsWith("--allow-read=")), D, "ENTRYPOINT must limit --allow-read to listed paths");
   check(/^EXPOSE\s+8080\b/m.test(df), D, "EXPOSE 8080");
   check(/^HEALTHCHECK\b.*\/healthz/m.test(df), D, "HEALTHCHECK on /healthz");
-  console.log(`publish-check: deploy/ and Dockerfile ok (${objects.length} objects)`);
+  // Docker silently runs a malformed exec-form array as a shell command: make sure each one is JSON.
+  for (const [what, re] of [["CMD", /^CMD\s+(\[.*\])\s*$/m], ["HEALTHCHECK CMD", /^HEALTHCHECK\b.*?\sCMD\s+(\[.*\])\s*$/m]]) {
+    const text = re.exec(df)?.[1];
+    try {
+      check(Array.isArray(JSON.parse(text ?? "null")), D, `${what} must be a JSON array`);
+    } catch {
+      fail(D, `${what} must be a JSON array (got ${text})`);
+    }
+  }
+  if (failures.length === before) console.log(`publish-check: deploy/ and Dockerfile ok (${objects.length} objects)`);
 }
 
 const started = Date.now();

@@ -502,8 +502,24 @@ class ReplicaCache {
   get(namespace: string, revision: string): number | undefined {
     const key = `${namespace}/${revision}`;
     const hit = this.#values.get(key);
-    if ((!hit || Date.now() - hit.at > this.ttlMs) && !this.#inFlight.has(key)) void this.#fetch(namespace, revision, key, hit?.value);
+    if ((!hit || Date.now() - hit.at > this.ttlMs) && !this.#inFlight.has(key) && !this.#queued.has(key)) {
+      // At most MAX_IN_FLIGHT lookups at once: an initial sync of thousands of apps must not
+      // fire thousands of GETs at the API server (or hold thousands of responses in memory).
+      if (this.#inFlight.size < ReplicaCache.MAX_IN_FLIGHT) void this.#fetch(namespace, revision, key, hit?.value);
+      else this.#queued.set(key, { namespace, revision });
+    }
     return hit?.value;
+  }
+
+  static readonly MAX_IN_FLIGHT = 8;
+  readonly #queued = new Map<string, { namespace: string; revision: string }>();
+
+  #next(): void {
+    const first = this.#queued.entries().next();
+    if (first.done) return;
+    const [key, { namespace, revision }] = first.value;
+    this.#queued.delete(key);
+    void this.#fetch(namespace, revision, key, this.#values.get(key)?.value);
   }
 
   async #fetch(namespace: string, revision: string, key: string, old: number | undefined): Promise<void> {
@@ -521,5 +537,6 @@ class ReplicaCache {
     }
     this.#values.set(key, { value, at: Date.now() });
     if (value !== old) this.onChange(namespace, revision);
+    this.#next();
   }
 }

@@ -241,7 +241,7 @@ function compact<T extends Record<string, unknown>>(o: T): T {
 }
 
 /** `flyteidl2.app.Identifier` as proto3 JSON. */
-export const IdentifierSchema = v.pipe(
+export const IdentifierSchema: v.GenericSchema<unknown, Identifier> = v.pipe(
   v.strictObject({ org: str, project: str, domain: str, name: str }),
   v.transform((o): Identifier => compact({ org: o.org, project: o.project, domain: o.domain, name: o.name }) as Identifier),
 );
@@ -270,7 +270,7 @@ function oneofCount(o: Record<string, unknown>, keys: string[]): number {
 }
 
 /** `flyteidl2.app.WatchRequest` as proto3 JSON (json or proto field names). */
-export const WatchRequestSchema = v.pipe(
+export const WatchRequestSchema: v.GenericSchema<unknown, WatchRequest> = v.pipe(
   v.strictObject({
     org: str,
     clusterId: v.nullish(ClusterIdentifierSchema),
@@ -336,7 +336,7 @@ const ConsumedArtifactFilterSchema = v.pipe(
 );
 
 /** `flyteidl2.app.ListRequest` as proto3 JSON (json or proto field names). */
-export const ListRequestSchema = v.pipe(
+export const ListRequestSchema: v.GenericSchema<unknown, ListRequest> = v.pipe(
   v.strictObject({
     request: v.nullish(CommonListRequestSchema),
     org: str,
@@ -379,7 +379,7 @@ export const ListRequestSchema = v.pipe(
  * Our `internalApps` keys, each optional (missing keys take {@link DEFAULT_APPS_CONFIG});
  * other Flyte keys (enabled, defaultRequestTimeout, …) are accepted and ignored.
  */
-export const AppsConfigSchema = v.pipe(
+export const AppsConfigSchema: v.GenericSchema<unknown, AppsConfig> = v.pipe(
   v.looseObject({
     baseDomain: v.optional(v.string()),
     scheme: v.optional(v.string()),

@@ -47,9 +47,9 @@ export class ServiceMetrics {
   /** Times a stream paused because its socket was over the high-water mark. */
   backpressureWaits = 0;
   /** Connections refused, by reason. */
-  readonly rejected = new Map<string, number>();
+  readonly rejected: Map<string, number> = new Map<string, number>();
   /** WebSocket closes by code. */
-  readonly closes = new Map<number, number>();
+  readonly closes: Map<number, number> = new Map<number, number>();
   readonly #requests = new Map<string, number>(); // "route status" → n
   readonly #frames = new Map<string, number>();
   readonly #subscribers = new Map<string, number>();

@@ -93,7 +93,10 @@ describe("real kube-apiserver, --watch-cache=false (410 through etcd compaction)
     assert.equal(real.find((r) => r.kind === "Namespace")?.action, "updated");
     assert.equal((await cluster.request("GET", `/api/v1/namespaces/${NS}/serviceaccounts/appwatch`)).status, 200);
     const role = await cluster.request("GET", `/apis/rbac.authorization.k8s.io/v1/namespaces/${NS}/roles/appwatch-reader`);
-    assert.deepEqual(role.body.rules, [{ apiGroups: ["serving.knative.dev"], resources: ["services", "revisions"], verbs: ["get", "list", "watch"] }]);
+    assert.deepEqual(role.body.rules, [
+      { apiGroups: ["serving.knative.dev"], resources: ["services"], verbs: ["get", "list", "watch"] },
+      { apiGroups: ["serving.knative.dev"], resources: ["revisions"], verbs: ["get"] },
+    ]);
   });
 
   test("creates a KService and reads it back unpruned; status goes through /status", async () => {
@@ -143,7 +146,9 @@ describe("real kube-apiserver, --watch-cache=false (410 through etcd compaction)
     const list = await cluster.request("GET", KSVC, undefined, { token });
     assert.equal(list.status, 200, JSON.stringify(list.body));
     assert.deepEqual(list.body.items.map((o: { metadata: { name: string } }) => o.metadata.name), ["hello"]);
-    assert.equal((await cluster.request("GET", `/apis/serving.knative.dev/v1/namespaces/${NS}/revisions`, undefined, { token })).status, 200);
+    // Revisions: get by name only (currentReplicas); listing them is not granted.
+    assert.equal((await cluster.request("GET", `/apis/serving.knative.dev/v1/namespaces/${NS}/revisions`, undefined, { token })).status, 403);
+    assert.equal((await cluster.request("GET", `/apis/serving.knative.dev/v1/namespaces/${NS}/revisions/no-such-revision`, undefined, { token })).status, 404);
     const watch = await cluster.fetch(`${KSVC}?watch=1&timeoutSeconds=1&resourceVersion=0`, { token });
     assert.equal(watch.status, 200);
     await watch.text();
