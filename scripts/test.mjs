@@ -4,7 +4,7 @@
 // "N passed, N failed" line; exits non-zero if anything failed.
 //
 //   node scripts/test.mjs                 # everything
-//   node scripts/test.mjs node deno       # only some steps (typecheck, node, deno, bun)
+//   node scripts/test.mjs node deno       # only some steps (typecheck, node, deno, bun, release)
 //   node scripts/test.mjs cluster         # the real kube-apiserver suite (builds it first; opt-in)
 //   TEST_FILES="tests/ndjson.test.ts" node scripts/test.mjs node
 import { spawn } from "node:child_process";
@@ -42,6 +42,8 @@ const steps = {
   node: [nodeTest(files)],
   deno: [denoTest(files)],
   bun: [bunTest(files)],
+  // Release checks: `deno publish --dry-run`, the examples run on Node and Bun, deploy/ invariants.
+  release: [{ cmd: "node", args: ["scripts/publish-check.mjs"] }],
   // The real kube-apiserver + etcd suite (tests/cluster/*.cluster.ts) on all three runtimes.
   // Builds the binaries first (cached). Opt-in: `npm run test:cluster`.
   cluster: [{ cmd: "bash", args: ["scripts/build-kube.sh"] }, nodeTest(clusterFiles), denoTest(clusterFiles), bunTest(clusterFiles)],
