@@ -265,6 +265,7 @@ export class AppK8sClient {
    * whether or not it got there.
    */
   async catchUp(token: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+    if (!this.#journal.canCatchUp(token)) return false; // malformed or foreign: answer at once (with a snapshot)
     const deadline = Date.now() + timeoutMs;
     while (!this.#journal.covers(token)) {
       if (Date.now() >= deadline || signal?.aborted) return false;

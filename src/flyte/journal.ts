@@ -150,7 +150,8 @@ export class Journal {
       this.#head++;
       // The window of that stream now starts after the evicted change.
       this.#base.set(evicted.stream, evicted.resourceVersion);
-      if (this.#head > 4096 && this.#head * 2 > this.#entries.length) {
+      // Compact once the evicted prefix outgrows the window (amortized O(1)), so a small window holds little.
+      if (this.#head > Math.min(4096, this.capacity) && this.#head * 2 > this.#entries.length) {
         this.#entries = this.#entries.slice(this.#head);
         this.#head = 0;
       }
@@ -188,5 +189,13 @@ export class Journal {
   covers(token: string): boolean {
     const from = decodeToken(token);
     return from !== undefined && positionCovers(this.position(), from);
+  }
+
+  /** False when waiting can never make this journal cover `token` (not a token, or other streams). */
+  canCatchUp(token: string): boolean {
+    const from = decodeToken(token);
+    if (!from) return false;
+    const streams = [...this.#cursor.keys()];
+    return streams.length === 0 || (streams.length === Object.keys(from).length && streams.every((s) => from[s] !== undefined));
   }
 }

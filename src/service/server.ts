@@ -198,8 +198,10 @@ export async function startService(
       stop() {
         stopping ??= (async () => {
           log.info("shutting down", { deadlineSeconds: settings.shutdownTimeoutSeconds });
-          const deadline = new Promise<void>((resolve) => setTimeout(resolve, settings.shutdownTimeoutSeconds * 1000));
+          let timer: ReturnType<typeof setTimeout> | undefined;
+          const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, settings.shutdownTimeoutSeconds * 1000)));
           await Promise.race([stopAll(), deadline]);
+          clearTimeout(timer); // else the pending deadline keeps the process alive after a clean stop
           log.info("stopped");
         })();
         return stopping;

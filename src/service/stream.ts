@@ -104,7 +104,9 @@ export async function pumpStream(
         metrics.backpressureWaits++;
         await sleep(BACKPRESSURE_POLL_MS, signal);
       }
-      if (signal.aborted || sub.closed) break;
+      if (signal.aborted) break;
+      // Closed while waiting: the next take ends the loop, or throws LaggingError (disconnect policy).
+      if (sub.closed) continue;
       const frame = item.synced !== undefined
         ? syncedFrame(item.token, item.synced)
         : eventFrame(item.event, item.token ?? (sub.pending === 0 ? client.token() : undefined));
