@@ -4,10 +4,21 @@
 // `bun run`, else Node (through tsx, since Node 20 cannot run TypeScript).
 // (`deno task start` uses deno.json's own task and never gets here.)
 import { spawn } from "node:child_process";
+import { readlinkSync } from "node:fs";
 import { createRequire } from "node:module";
+import { basename } from "node:path";
 
 const [entry, ...args] = process.argv.slice(2);
-const viaBun = (process.env.npm_config_user_agent ?? "").startsWith("bun/") || process.versions.bun !== undefined;
+// Bun runs scripts as a direct child; `npx bun run start` keeps npm's user agent, so on Linux
+// the parent's executable is the reliable sign.
+const parentIsBun = () => {
+  try {
+    return /^bun/.test(basename(readlinkSync(`/proc/${process.ppid}/exe`)));
+  } catch {
+    return false;
+  }
+};
+const viaBun = (process.env.npm_config_user_agent ?? "").startsWith("bun/") || process.versions.bun !== undefined || parentIsBun();
 const require = createRequire(import.meta.url);
 const command = viaBun ? require.resolve("bun/bin/bun.exe") : process.execPath;
 const argv = viaBun ? [entry, ...args] : ["--import", "tsx", entry, ...args];

@@ -1,7 +1,13 @@
 /**
- * The `appwatch` command line: parse and validate options, connect to the
- * cluster (or start the built-in sandbox), and print every change of the
- * watched Knative Services as one JSON line on stdout. Logs go to stderr.
+ * The `appwatch` command line. Subcommands:
+ *
+ * - `serve` (the default): the HTTP/WebSocket service (`src/service/`), with
+ *   settings from defaults < config file < `APPWATCH_*` < flags (`src/service/config.ts`);
+ * - `watch`: the client of a running service (`src/client/`);
+ * - `events`: connect to the cluster (or the built-in sandbox) and print every
+ *   change of the watched Knative Services as one JSON line on stdout.
+ *
+ * Logs go to stderr. Exit codes: 0 done, 1 failure, 2 usage or configuration error.
  * @module
  */
 import { existsSync } from "node:fs";
@@ -10,21 +16,29 @@ import { join } from "node:path";
 import process from "node:process";
 import { parseArgs } from "node:util";
 import * as v from "valibot";
+import { parseWatchArgs, WATCH_HELP, WatchUsageError } from "./client/options.ts";
 import { connect } from "./kube/connect.ts";
 import type { KubeClient } from "./kube/client.ts";
 import { KubeClient as Client } from "./kube/client.ts";
 import { createLogger, type Logger, type LogLevel } from "./log.ts";
 import { seedDemo, startDemoActivity, startSandbox } from "./sandbox/mod.ts";
+import { ConfigError, describeSettings, loadSettings, SERVE_HELP } from "./service/config.ts";
 import { createWatcher } from "./watch/group.ts";
 import { KNATIVE_SERVICES, type ReflectorEvent } from "./watch/types.ts";
 
-/** The `--help` text. */
-export const HELP = `appwatch — watch Flyte apps (Knative Services) and print every change
+export { SERVE_HELP, WATCH_HELP };
 
-Usage: appwatch [options]
+/** The subcommands. */
+export const COMMANDS = ["serve", "watch", "events", "help"] as const;
+
+/** `appwatch events --help`. */
+export const EVENTS_HELP = `appwatch events — print every change of the Flyte app KServices in the cluster
+
+Usage: appwatch events [options]
 
 Prints one JSON line per change on stdout ("added", "modified", "deleted",
-and "synced" markers); logs go to stderr as JSON lines.
+and "synced" markers); logs go to stderr as JSON lines. (To serve the
+changes over HTTP, use \`appwatch serve\`; to follow a running service, \`appwatch watch\`.)
 
 Cluster (kubectl's order: --kubeconfig, $KUBECONFIG, ~/.kube/config, in-cluster):
   --kubeconfig <path>     kubeconfig file
@@ -46,9 +60,9 @@ Output:
   -h, --help              show this help
 
 Examples:
-  appwatch --sandbox                      # demo: a local API server with changing apps
-  appwatch -n flyte,flytesnacks           # two namespaces of the current cluster
-  appwatch --context prod -n '*' -o objects
+  appwatch events --sandbox               # demo: a local API server with changing apps
+  appwatch events -n flyte,flytesnacks    # two namespaces of the current cluster
+  appwatch events --context prod -n '*' -o objects
 `;
 
 const Namespace = v.pipe(
@@ -58,7 +72,7 @@ const Namespace = v.pipe(
 );
 const PositiveSeconds = v.pipe(v.string(), v.regex(/^\d+(\.\d+)?$/, "must be a number of seconds"), v.transform(Number), v.minValue(0.1));
 
-/** Validated command-line options. */
+/** Validated `appwatch events` options. */
 export const CliOptionsSchema = v.object({
   help: v.boolean(),
   kubeconfig: v.optional(v.pipe(v.string(), v.minLength(1))),
@@ -81,7 +95,7 @@ export class UsageError extends Error {
   override readonly name = "UsageError";
 }
 
-/** Parses `argv` (without the runtime and script) into validated options. */
+/** Parses `appwatch events` arguments (after `events`) into validated options. */
 export function parseCli(argv: string[]): CliOptions {
   let parsed;
   try {
@@ -104,7 +118,7 @@ export function parseCli(argv: string[]): CliOptions {
       },
     });
   } catch (err) {
-    throw new UsageError(`${(err as Error).message}\nRun with --help for usage.`);
+    throw new UsageError(`${(err as Error).message}\nRun appwatch events --help for usage.`);
   }
   const o = parsed.values;
   const result = v.safeParse(CliOptionsSchema, {
@@ -125,7 +139,7 @@ export function parseCli(argv: string[]): CliOptions {
       const path = i.path?.map((p) => String(p.key)).join(".") ?? "";
       return `  --${flagName(path)}: ${i.message}`;
     });
-    throw new UsageError(`invalid options:\n${lines.join("\n")}\nRun with --help for usage.`);
+    throw new UsageError(`invalid options:\n${lines.join("\n")}\nRun appwatch events --help for usage.`);
   }
   return result.output;
 }
@@ -168,23 +182,128 @@ export function formatEvent(event: ReflectorEvent, output: "events" | "objects",
   return JSON.stringify(output === "objects" ? { ...base, object: event.object } : base);
 }
 
-/** Runs the command until `signal` aborts. Returns the process exit code. */
-export async function runCli(
-  argv: string[],
-  io: { stdout: (line: string) => void; stderr: (line: string) => void; signal: AbortSignal; env?: Record<string, string | undefined> },
-): Promise<number> {
+/** What the command line reads and writes (main.ts passes the process's; tests their own). */
+export interface CliIo {
+  stdout: (line: string) => void;
+  stderr: (line: string) => void;
+  /** Aborted on SIGINT/SIGTERM: every command then stops cleanly and returns 0. */
+  signal: AbortSignal;
+  env?: Record<string, string | undefined>;
+  /** Reads config and token files (default: the file system). */
+  readFile?: (path: string) => string;
+}
+
+/** The top-level `--help` (the serve help, which lists the subcommands). */
+export const HELP = SERVE_HELP;
+
+/**
+ * Runs `appwatch [serve|watch|events|help] …` until `signal` aborts. With no
+ * subcommand (or only options) it serves. Returns the process exit code.
+ */
+export async function runCli(argv: string[], io: CliIo): Promise<number> {
+  const first = argv[0];
+  if (first === undefined || first.startsWith("-")) return await runServe(argv, io);
+  const rest = argv.slice(1);
+  switch (first) {
+    case "serve":
+      return await runServe(rest, io);
+    case "watch":
+      return await runWatch(rest, io);
+    case "events":
+      return await runEvents(rest, io);
+    case "help": {
+      const topic = rest[0];
+      io.stdout(topic === "watch" ? WATCH_HELP : topic === "events" ? EVENTS_HELP : SERVE_HELP);
+      return 0;
+    }
+    default:
+      io.stderr(`appwatch: unknown command "${first}" (commands: serve, watch, events, help)\nRun appwatch --help for usage.`);
+      return 2;
+  }
+}
+
+/** `appwatch serve`: run the service until the signal; 1 when the cluster says the watch can never work. */
+async function runServe(argv: string[], io: CliIo): Promise<number> {
+  const env = io.env ?? process.env;
+  let loaded;
+  try {
+    loaded = loadSettings({ argv, env, ...(io.readFile ? { readFile: io.readFile } : {}) });
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      io.stderr(`appwatch: ${err.message}\nRun appwatch --help for usage.`);
+      return 2;
+    }
+    throw err;
+  }
+  if (loaded.command === "help") {
+    io.stdout(SERVE_HELP);
+    return 0;
+  }
+  const logger = createLogger({ level: loaded.settings.logLevel, sink: io.stderr });
+  logger.info("starting appwatch", describeSettings(loaded));
+  if (io.signal.aborted) return 0;
+  const { startService } = await import("./service/server.ts");
+  let service;
+  try {
+    service = await startService(loaded.settings, { logger, env });
+  } catch (err) {
+    logger.error("appwatch could not start", { error: err instanceof Error ? err.message : String(err) });
+    return 1;
+  }
+  const running = service;
+  const outcome = await new Promise<{ stop: true } | { error: unknown }>((resolve) => {
+    if (io.signal.aborted) return resolve({ stop: true });
+    io.signal.addEventListener("abort", () => resolve({ stop: true }), { once: true });
+    running.watching.catch((error: unknown) => resolve({ error }));
+  });
+  await running.stop();
+  if ("error" in outcome) {
+    const e = outcome.error;
+    logger.error("appwatch cannot watch Flyte apps; exiting", { error: e instanceof Error ? e.message : String(e) });
+    return 1;
+  }
+  return 0;
+}
+
+/** `appwatch watch`: the client of a running service. */
+async function runWatch(argv: string[], io: CliIo): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseWatchArgs(argv, io.env ?? process.env);
+  } catch (err) {
+    if (err instanceof WatchUsageError) {
+      io.stderr(`appwatch watch: ${err.message}\nRun appwatch watch --help for usage.`);
+      return 2;
+    }
+    throw err;
+  }
+  if (parsed.help) {
+    io.stdout(WATCH_HELP);
+    return 0;
+  }
+  const { runWatchClient } = await import("./client/watch.ts");
+  return await runWatchClient(parsed.options, {
+    stdout: io.stdout,
+    stderr: io.stderr,
+    signal: io.signal,
+    logger: createLogger({ level: "info", sink: io.stderr }),
+  });
+}
+
+/** `appwatch events`: print raw KService events until `signal` aborts. */
+export async function runEvents(argv: string[], io: CliIo): Promise<number> {
   let options: CliOptions;
   try {
     options = parseCli(argv);
   } catch (err) {
     if (err instanceof UsageError) {
-      io.stderr(`appwatch: ${err.message}`);
+      io.stderr(`appwatch events: ${err.message}`);
       return 2;
     }
     throw err;
   }
   if (options.help) {
-    io.stdout(HELP);
+    io.stdout(EVENTS_HELP);
     return 0;
   }
   const logger = createLogger({ level: options.logLevel as LogLevel, sink: io.stderr });

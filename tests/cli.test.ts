@@ -5,11 +5,15 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
-import { formatEvent, HELP, parseCli, runCli, UsageError } from "../src/cli.ts";
+import { EVENTS_HELP, formatEvent, HELP, parseCli, runCli, SERVE_HELP, UsageError, WATCH_HELP } from "../src/cli.ts";
 import { runtimeName } from "../src/runtime.ts";
+import { DEFAULT_URL } from "../src/client/options.ts";
 import { startSandbox } from "../src/sandbox/mod.ts";
+import { startScripted, status } from "./helpers/scripted.ts";
 
-describe("CLI options", () => {
+const DEFAULT_URL_TEXT = DEFAULT_URL;
+
+describe("appwatch events options", () => {
   test("defaults", () => {
     const o = parseCli([]);
     assert.deepEqual(o, {
@@ -35,14 +39,14 @@ describe("CLI options", () => {
     assert.throws(() => parseCli(["--bogus"]), (e: unknown) => e instanceof UsageError && /Unknown option '--bogus'/.test(e.message));
   });
 
-  test("--help prints the usage and exits 0; a usage error exits 2", async () => {
+  test("events --help prints its usage and exits 0; a usage error exits 2", async () => {
     const out: string[] = [];
     const err: string[] = [];
     const io = { stdout: (l: string) => out.push(l), stderr: (l: string) => err.push(l), signal: new AbortController().signal };
-    assert.equal(await runCli(["--help"], io), 0);
-    assert.equal(out.join("\n"), HELP);
-    assert.equal(await runCli(["-o", "yaml"], io), 2);
-    assert.match(err.join("\n"), /--output: must be events or objects/);
+    assert.equal(await runCli(["events", "--help"], io), 0);
+    assert.equal(out.join("\n"), EVENTS_HELP);
+    assert.equal(await runCli(["events", "-o", "yaml"], io), 2);
+    assert.match(err.join("\n"), /^appwatch events: invalid options:\n {2}--output: must be events or objects/);
   });
 
   test("event lines", () => {
@@ -54,6 +58,75 @@ describe("CLI options", () => {
     assert.deepEqual(full.object, obj);
     const synced = JSON.parse(formatEvent({ type: "synced", phase: "resync", resourceVersion: "9", cause: "expired" }, "events", 3));
     assert.deepEqual([synced.type, synced.phase, synced.objects, synced.cause], ["synced", "resync", 3, "expired"]);
+  });
+});
+
+describe("subcommands", () => {
+  function io(env: Record<string, string | undefined> = {}) {
+    const out: string[] = [];
+    const err: string[] = [];
+    return { out, err, io: { stdout: (l: string) => out.push(l), stderr: (l: string) => err.push(l), signal: new AbortController().signal, env } };
+  }
+
+  test("help: appwatch --help and serve --help show the serve help (with the subcommands); watch and events have their own", async () => {
+    for (const [argv, text] of [[["--help"], SERVE_HELP], [["-h"], SERVE_HELP], [["serve", "--help"], SERVE_HELP], [["help"], SERVE_HELP], [["watch", "--help"], WATCH_HELP], [["help", "watch"], WATCH_HELP], [["events", "-h"], EVENTS_HELP]] as const) {
+      const r = io();
+      assert.equal(await runCli([...argv], r.io), 0, argv.join(" "));
+      assert.equal(r.out.join("\n"), text, argv.join(" "));
+      assert.deepEqual(r.err, []);
+    }
+    assert.equal(HELP, SERVE_HELP);
+    assert.match(SERVE_HELP, /appwatch \[serve\] \[options\]/);
+    assert.match(SERVE_HELP, /appwatch watch \[options\]/);
+    assert.match(SERVE_HELP, /appwatch events \[options\]/);
+    for (const flag of ["--url", "--token", "--org", "--project", "--domain", "--app", "--no-snapshot", "--resume", "--output", "--verbose", "--idle-timeout", "APPWATCH_URL", "APPWATCH_TOKEN", DEFAULT_URL_TEXT]) {
+      assert.ok(WATCH_HELP.includes(flag), `watch help lacks ${flag}`);
+    }
+  });
+
+  test("usage and configuration errors exit 2 naming the flag or variable; no service is started", async () => {
+    const cases: [string[], Record<string, string>, RegExp][] = [
+      [["bogus"], {}, /unknown command "bogus"/],
+      [["-o", "yaml"], {}, /Unknown option '-o'/], // the event printer's flag is not a serve flag
+      [["--port", "http"], {}, /--port: must be a port number/],
+      [["serve"], { APPWATCH_SLOW_CONSUMER: "block" }, /APPWATCH_SLOW_CONSUMER: must be coalesce, drop or disconnect/],
+      [["serve", "--config", "/definitely/not/here.yaml"], {}, /--config: cannot read the config file \/definitely\/not\/here\.yaml: no such file/],
+      [["watch", "--app", "x"], {}, /appwatch watch: --app: needs --project and --domain/],
+      [["watch", "--project", "p"], {}, /--project: --project and --domain go together/],
+      [["watch", "-o", "yaml"], {}, /--output: must be human or json/],
+      [["watch"], { APPWATCH_URL: "ftp://x" }, /APPWATCH_URL: must be an http\(s\):\/\/ or ws\(s\):\/\/ URL/],
+      [["watch", "--idle-timeout", "0"], {}, /--idle-timeout: must be at least 1 second/],
+      [["watch", "stray"], {}, /positional argument/i],
+    ];
+    for (const [argv, env, re] of cases) {
+      const r = io(env);
+      assert.equal(await runCli(argv, r.io), 2, argv.join(" "));
+      assert.match(r.err.join("\n"), re, argv.join(" "));
+      assert.deepEqual(r.out, []);
+    }
+  });
+
+  test("serve: returns 1 when the cluster has no Knative (the watch can never work)", async () => {
+    const server = await startScripted();
+    const dir = await mkdtemp(join(tmpdir(), "appwatch-kc-"));
+    try {
+      const kubeconfig = join(dir, "config");
+      await writeFile(kubeconfig, `apiVersion: v1
+kind: Config
+clusters: [{name: s, cluster: {server: "${server.url}"}}]
+users: [{name: u, user: {}}]
+contexts: [{name: c, context: {cluster: s, user: u, namespace: flyte}}]
+current-context: c
+`);
+      server.fallback = status(404, "NotFound", { message: "the server could not find the requested resource" });
+      const r = io();
+      const code = await runCli(["serve", "--kubeconfig", kubeconfig, "--port", "0", "--host", "127.0.0.1"], r.io);
+      assert.equal(code, 1, r.err.join("\n"));
+      assert.match(r.err.join("\n"), /"msg":"appwatch cannot watch Flyte apps; exiting".*Knative Serving is not installed/);
+    } finally {
+      await server.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 
@@ -90,10 +163,10 @@ function spawnCli(args: string[], env: Record<string, string | undefined>) {
 const events = (lines: string[]) => lines.map((l) => JSON.parse(l) as { type: string; name?: string; objects?: number });
 
 describe("CLI end to end (a child process on this runtime)", () => {
-  test("with no cluster config it warns, starts the sandbox, prints the demo apps and a synced line; SIGTERM exits 0", async () => {
+  test("events: with no cluster config it warns, starts the sandbox, prints the demo apps and a synced line; SIGTERM exits 0", async () => {
     const home = await mkdtemp(join(tmpdir(), "appwatch-home-"));
     const env = { ...process.env, HOME: home, KUBECONFIG: undefined, KUBERNETES_SERVICE_HOST: undefined, NO_COLOR: "1" };
-    const cli = spawnCli([], env);
+    const cli = spawnCli(["events"], env);
     try {
       await cli.until(() => cli.stdout.some((l) => l.includes('"synced"')), "synced");
       const ev = events(cli.stdout);
@@ -108,7 +181,42 @@ describe("CLI end to end (a child process on this runtime)", () => {
     }
   });
 
-  test("--kubeconfig with a bearer token: watches the cluster it names, sees live changes, never logs the token", async () => {
+  test("appwatch (no subcommand) serves: sandbox without cluster config, settings from APPWATCH_*; appwatch watch follows it; both stop on a signal with 0", async () => {
+    const home = await mkdtemp(join(tmpdir(), "appwatch-home-"));
+    const env = {
+      ...process.env, HOME: home, KUBECONFIG: undefined, KUBERNETES_SERVICE_HOST: undefined, NO_COLOR: "1",
+      APPWATCH_PORT: "0", APPWATCH_HOST: "127.0.0.1", APPWATCH_DEMO_INTERVAL_MS: "0", APPWATCH_AUTH_TOKENS: "e2e-secret-token",
+    };
+    const server = spawnCli([], env);
+    let watcher: ReturnType<typeof spawnCli> | undefined;
+    try {
+      await server.until(() => /"msg":"initial sync done; ready"/.test(server.stderr()), "ready");
+      assert.match(server.stderr(), /SANDBOX MODE: no cluster configuration found/);
+      const url = JSON.parse(server.stderr().split("\n").find((l) => l.includes('"appwatch listening"'))!).url as string;
+      assert.match(url, /^http:\/\/127\.0\.0\.1:\d+$/);
+      const apps = await fetch(`${url}/v1/apps`, { headers: { authorization: "Bearer e2e-secret-token" } });
+      assert.equal(((await apps.json()) as { apps: unknown[] }).apps.length, 6);
+
+      watcher = spawnCli(["watch", "--url", url, "-o", "json", "--project", "llm", "--domain", "development"], { ...process.env, NO_COLOR: "1", APPWATCH_TOKEN: "e2e-secret-token" });
+      await watcher.until(() => watcher!.stdout.some((l) => l.includes('"synced"')), "the watch client's snapshot");
+      assert.deepEqual(JSON.parse(watcher.stdout[0]!), { start: { mode: "snapshot", apps: 1 } });
+      watcher.child.kill("SIGINT");
+      assert.equal(await watcher.exited, 0);
+      assert.match(watcher.stderr(), /"msg":"stopped","resume":"/);
+
+      assert.ok(!server.stderr().includes("e2e-secret-token"), "token leaked to logs");
+      assert.match(server.stderr(), /"auth":"1 bearer token\(s\)"/);
+      server.child.kill("SIGTERM");
+      assert.equal(await server.exited, 0);
+      assert.match(server.stderr(), /"msg":"stopped"/);
+    } finally {
+      watcher?.child.kill("SIGKILL");
+      server.child.kill("SIGKILL");
+      await rm(home, { recursive: true, force: true });
+    }
+  });
+
+  test("events --kubeconfig with a bearer token: watches the cluster it names, sees live changes, never logs the token", async () => {
     const { sandbox, url, close } = await startSandbox({ token: "cli-secret-token" });
     const dir = await mkdtemp(join(tmpdir(), "appwatch-kc-"));
     const kubeconfig = join(dir, "config");
@@ -121,7 +229,7 @@ current-context: c
 `);
     const ksvc = (name: string) => ({ apiVersion: "serving.knative.dev/v1", kind: "Service", metadata: { name, namespace: "team", labels: { "flyte.org/app-managed": "true" } }, spec: {} });
     sandbox.create("services", ksvc("one"));
-    const cli = spawnCli(["--kubeconfig", kubeconfig, "--log-level", "debug"], { ...process.env, NO_COLOR: "1" });
+    const cli = spawnCli(["events", "--kubeconfig", kubeconfig, "--log-level", "debug"], { ...process.env, NO_COLOR: "1" });
     try {
       await cli.until(() => cli.stdout.some((l) => l.includes('"synced"')), "synced");
       sandbox.create("services", ksvc("two"));

@@ -39,7 +39,7 @@ export class Sandbox {
     this.#logger = options.logger ?? silentLogger;
     this.#token = options.token;
     this.#tooLargeWaitMs = options.tooLargeWaitMs ?? 3000;
-    this.#store = new ObjectStore({ historyLimit });
+    this.#store = new ObjectStore({ historyLimit, ...(options.initialResourceVersion !== undefined ? { initialRV: options.initialResourceVersion } : {}) });
     this.#tokens = new ContinueTokens(options.continueTtlMs ?? 300_000);
     this.#hub = new WatchHub(this.#store, this.#timers, {
       historyLimit: this.#store.historyLimit,

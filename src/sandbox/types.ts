@@ -20,6 +20,12 @@ export interface SandboxOptions {
   bookmarkIntervalMs?: number;
   /** The WatchList feature gate (default true). When false, `sendInitialEvents` on a watch gets 422. */
   watchList?: boolean;
+  /**
+   * The first resourceVersion (default 1). Two sandboxes with the same start and the same writes
+   * hand out the same RVs; a time-based start keeps a restarted demo sandbox from looking like
+   * the same cluster to resume tokens.
+   */
+  initialResourceVersion?: number;
   /** Continue-token lifetime (default 300000). */
   continueTtlMs?: number;
   /** How long a request for a future RV waits before answering 504 (default 3000). */

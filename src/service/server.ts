@@ -93,7 +93,8 @@ export async function startService(
       kube = await connect({ kubeconfig: settings.kubeconfig, context: settings.context, env, logger: log });
     } else {
       const demo = new AbortController();
-      const sb = await startSandbox({ port: settings.sandboxPort ?? 0, logger: log.child({ component: "sandbox" }) });
+      // RVs start at the current time in ms, so a restarted sandbox never accepts the previous one's resume tokens.
+      const sb = await startSandbox({ port: settings.sandboxPort ?? 0, initialResourceVersion: Date.now(), logger: log.child({ component: "sandbox" }) });
       cleanups.push(() => sb.close());
       cleanups.push(() => demo.abort());
       seedDemo(sb.sandbox, { namespace: "flyte", count: 6 });
