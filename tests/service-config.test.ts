@@ -60,6 +60,7 @@ const ALL: AppwatchSettings = {
   maxConnectionsPerClient: 3,
   maxMessageBytes: 1024,
   heartbeatSeconds: 2.5,
+  pingSeconds: 7,
   resumeWindow: 50,
   shutdownTimeoutSeconds: 4,
   demoIntervalMs: 250,
@@ -86,6 +87,7 @@ allowedOrigins:
 maxConnectionsPerClient: 3
 maxMessageBytes: 1024
 heartbeatSeconds: 2.5
+pingSeconds: 7
 resumeWindow: 50
 shutdownTimeoutSeconds: 4
 demoIntervalMs: 250
@@ -110,6 +112,7 @@ const ALL_ENV: Record<string, string> = {
   APPWATCH_MAX_CONNECTIONS_PER_CLIENT: "3",
   APPWATCH_MAX_MESSAGE_BYTES: "1024",
   APPWATCH_HEARTBEAT_SECONDS: "2.5",
+  APPWATCH_PING_SECONDS: "7",
   APPWATCH_RESUME_WINDOW: "50",
   APPWATCH_SHUTDOWN_TIMEOUT: "4",
   APPWATCH_DEMO_INTERVAL_MS: "250",
@@ -120,7 +123,7 @@ const ALL_FLAGS = [
   "--log-level", "debug", "--kubeconfig", "/etc/kube/config", "--context", "prod", "--base-domain", "apps.example.com",
   "--scheme", "http", "--ingress-apps-port", "30081", "--watch-buffer-size", "7", "--slow-consumer", "disconnect",
   "--auth-tokens-file", "/secrets/tokens", "--allowed-origin", "https://board.example.com", "--allowed-origin", "http://localhost:5173",
-  "--max-connections-per-client", "3", "--max-message-bytes", "1024", "--heartbeat-seconds", "2.5", "--resume-window", "50",
+  "--max-connections-per-client", "3", "--max-message-bytes", "1024", "--heartbeat-seconds", "2.5", "--ping-seconds", "7", "--resume-window", "50",
   "--shutdown-timeout", "4", "--demo-interval-ms", "250",
 ];
 
@@ -132,7 +135,7 @@ describe("serve settings: layers", () => {
     assert.deepEqual(r.settings, {
       port: 8080, host: "0.0.0.0", namespaces: [], sandbox: false, logLevel: "info", baseDomain: "", scheme: "", ingressAppsPort: 0,
       watchBufferSize: 100, slowConsumer: "coalesce", authTokens: [], allowedOrigins: [], maxConnectionsPerClient: 64,
-      maxMessageBytes: 4096, heartbeatSeconds: 15, resumeWindow: 10000, shutdownTimeoutSeconds: 10, demoIntervalMs: 2000,
+      maxMessageBytes: 4096, heartbeatSeconds: 15, pingSeconds: 30, resumeWindow: 10000, shutdownTimeoutSeconds: 10, demoIntervalMs: 2000,
     });
     assert.deepEqual(r.settings, DEFAULT_SETTINGS);
     assert.ok(Object.values(r.sources).every((s) => s === "default"));

@@ -148,4 +148,22 @@ describe("service lifecycle", () => {
       await kc.cleanup();
     }
   });
+
+  test("a WebSocket peer that stops answering pings is closed; one that answers stays", async () => {
+    const s = await startTestService({ pingSeconds: 1, heartbeatSeconds: 3600 });
+    try {
+      const live = upgraded(await rawConnect(`${s.url}/v1/watch?snapshot=false`));
+      const dead = upgraded(await rawConnect(`${s.url}/v1/watch?snapshot=false`));
+      dead.answerPings = false;
+      // Deno pings at its idleTimeout, Bun after idleTimeout/2 of silence, Node every pingSeconds.
+      await eventually(async () => dead.ended, "the silent peer to be closed", 30_000);
+      assert.ok(dead.pings >= 1, "it was pinged first");
+      assert.equal(live.ended, false, "the peer that answers pings is still connected");
+      assert.ok(live.pings >= 1, "the live peer was pinged too");
+      await eventually(async () => metric((await http(`${s.url}/metrics`)).text, "appwatch_ws_connections") === 1, "the closed socket to be counted out", 10_000);
+      live.close(1000);
+    } finally {
+      await s.stop();
+    }
+  });
 });

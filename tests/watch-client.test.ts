@@ -37,6 +37,7 @@ function settings(overrides: Partial<ServiceSettings> = {}): ServiceSettings {
     maxConnectionsPerClient: 64,
     maxMessageBytes: 4096,
     heartbeatSeconds: 15,
+    pingSeconds: 30,
     resumeWindow: 10_000,
     shutdownTimeoutSeconds: 5,
     demoIntervalMs: 0,

@@ -261,6 +261,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
       let ping: ReturnType<typeof setInterval> | undefined;
       let raw: unknown;
       let closedByServer = false;
+      let gone = false;
       const closeWith = (ws: WSContext, code: number, reason: string) => {
         if (closedByServer) return;
         closedByServer = true;
@@ -305,11 +306,14 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
           wsSink(ws).send(pongFrame(msg.output.ping.id));
         },
         onClose(evt) {
+          // Once only: Deno fires `close` twice when its ping times out.
+          if (gone) return;
+          gone = true;
           if (!closedByServer) metrics.closed((evt as CloseEvent).code ?? 1005);
           abort.abort();
           if (ping) clearInterval(ping);
           if (shutdownHook) open.delete(shutdownHook);
-          metrics.wsConnections--;
+          if (opened) metrics.wsConnections--;
           release(addr);
         },
         onError() {

@@ -39,6 +39,8 @@ export interface ServiceSettings {
   maxConnectionsPerClient: number;
   maxMessageBytes: number;
   heartbeatSeconds: number;
+  /** WebSocket protocol ping period; a peer that stops answering is closed. */
+  pingSeconds: number;
   resumeWindow: number;
   shutdownTimeoutSeconds: number;
   /** Sandbox: ms between demo changes (0: no activity). */
@@ -140,6 +142,7 @@ export async function startService(
         maxConnectionsPerClient: settings.maxConnectionsPerClient,
         maxMessageBytes: settings.maxMessageBytes,
         heartbeatMs: settings.heartbeatSeconds * 1000,
+        pingMs: settings.pingSeconds * 1000,
       },
       logger: log,
       build: { version: VERSION, runtime: adapter.runtime, runtimeVersion: runtimeVersion() },
@@ -148,6 +151,7 @@ export async function startService(
       port: settings.port,
       hostname: settings.host,
       maxPayloadBytes: Math.max(settings.maxMessageBytes * 4, 64 * 1024),
+      pingSeconds: settings.pingSeconds,
     });
     cleanups.push(() => server.close());
     cleanups.push(async () => {

@@ -32,6 +32,10 @@ export class RawWebSocket {
   closeFrame: { code: number; reason: string } | undefined;
   /** True once the TCP connection ended. */
   ended = false;
+  /** Answer the server's pings (a real client's behaviour); false simulates a dead peer. */
+  answerPings = true;
+  /** Pings received. */
+  pings = 0;
   /** Bytes of WebSocket frames received (headers included). */
   bytes = 0;
   texts = 0;
@@ -137,7 +141,8 @@ export class RawWebSocket {
   #frame(f: RawFrame, fin: boolean): void {
     if (f.opcode === 9) {
       // ping → pong with the same payload
-      if (!this.socket.destroyed) this.send(f.payload, 10);
+      this.pings++;
+      if (this.answerPings && !this.socket.destroyed) this.send(f.payload, 10);
       return;
     }
     if (f.opcode === 10) return;

@@ -34,6 +34,7 @@ export function testSettings(overrides: Partial<ServiceSettings> = {}): ServiceS
     scheme: "http",
     ingressAppsPort: 30081,
     watchBufferSize: 100,
+    pingSeconds: 30,
     slowConsumer: "coalesce",
     authTokens: [],
     allowedOrigins: [],

@@ -15,7 +15,7 @@ export const adapter: ServerAdapter = {
   runtime: "bun",
   upgradeWebSocket: upgradeWebSocket as UpgradeWebSocket<unknown>,
   clientAddress: (c) => getConnInfo(c).remote.address,
-  listen(app, { port, hostname, maxPayloadBytes }) {
+  listen(app, { port, hostname, maxPayloadBytes, pingSeconds }) {
     // deno-lint-ignore no-explicit-any
     const Bun = (globalThis as any).Bun;
     const server = Bun.serve({
@@ -28,7 +28,8 @@ export const adapter: ServerAdapter = {
         maxPayloadLength: maxPayloadBytes,
         backpressureLimit: 16 << 20,
         closeOnBackpressureLimit: false,
-        idleTimeout: 120,
+        // Bun pings an idle peer and closes it when nothing (not even a pong) arrives for idleTimeout s.
+        idleTimeout: Math.min(960, Math.max(2, Math.round(pingSeconds * 2))),
         sendPings: true,
       },
     });

@@ -7,16 +7,19 @@ import { getConnInfo, upgradeWebSocket } from "hono/deno";
 import type { UpgradeWebSocket } from "hono/ws";
 import { type ServerAdapter, urlHost } from "./types.ts";
 
+// Deno pings and closes a peer with no pong within `idleTimeout` seconds; set by listen().
+let idleTimeout = 30;
 const upgrade: UpgradeWebSocket<unknown> = (createEvents, options) =>
   // deno-lint-ignore no-explicit-any
-  (upgradeWebSocket as any)(createEvents, { idleTimeout: 60, ...(options as object | undefined) });
+  (upgradeWebSocket as any)(createEvents, { idleTimeout, ...(options as object | undefined) });
 
 /** The Deno adapter. */
 export const adapter: ServerAdapter = {
   runtime: "deno",
   upgradeWebSocket: upgrade,
   clientAddress: (c) => getConnInfo(c).remote.address,
-  listen(app, { port, hostname }) {
+  listen(app, { port, hostname, pingSeconds }) {
+    idleTimeout = Math.max(1, Math.round(pingSeconds));
     // deno-lint-ignore no-explicit-any
     const Deno = (globalThis as any).Deno;
     const ac = new AbortController();

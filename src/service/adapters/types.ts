@@ -22,6 +22,8 @@ export interface ListenOptions {
   hostname: string;
   /** Hard cap on incoming WebSocket message size enforced by the runtime (our own, smaller limit closes with 1009 first). */
   maxPayloadBytes: number;
+  /** WebSocket ping period (s): the runtime (Deno, Bun) or the service (Node) closes a peer that stops answering. */
+  pingSeconds: number;
 }
 
 /** One runtime's server plumbing. */
