@@ -24,6 +24,9 @@ import { realClusterAvailable, REPO_ROOT } from "./cluster.ts";
 import { AppK8sClient } from "../../src/flyte/app-client.ts";
 import type { WatchResponse } from "../../src/flyte/model.ts";
 import { KServiceName } from "../../src/flyte/naming.ts";
+import { loadAdapter } from "../../src/service/adapters/types.ts";
+import { createApp } from "../../src/service/app.ts";
+import { rawConnect, upgraded } from "../helpers/raw-ws.ts";
 import { defineScenarios } from "./scenarios.ts";
 import { realTarget, type Target } from "./targets.ts";
 import { startTcpProxy } from "./tcp-proxy.ts";
@@ -332,6 +335,86 @@ describe("real kube-apiserver: Flyte apps through AppK8sClient", () => {
     } finally {
       await apps.stopWatching();
       await loop;
+    }
+  });
+});
+
+describe("real kube-apiserver: the service, two replicas, one resume token", () => {
+  let t: Target;
+  before(async () => {
+    t = await realTarget();
+  });
+  after(async () => {
+    await t?.stop();
+  });
+
+  test("a client cut from replica A resumes on replica B with exactly the events it missed (tokens are etcd resourceVersions)", async () => {
+    const ns = "replicas";
+    await t.ensureNamespace(ns);
+    const adapter = await loadAdapter();
+    const replicas = await Promise.all([0, 1].map(async () => {
+      const apps = new AppK8sClient({ client: await t.client(), namespace: ns });
+      const api = createApp({ client: apps, upgradeWebSocket: adapter.upgradeWebSocket, clientAddress: adapter.clientAddress });
+      const server = await adapter.listen(api.app, { port: 0, hostname: "127.0.0.1", maxPayloadBytes: 1 << 16, pingSeconds: 30 });
+      await apps.startWatching();
+      return { apps, api, server };
+    }));
+    const [a, b] = replicas as [typeof replicas[0], typeof replicas[0]];
+    const mk = async (app: string, message: string) => {
+      const name = KServiceName({ project: "p", domain: "d", name: app });
+      const svc = ksvc(name, ns);
+      svc.metadata.annotations = { "flyte.org/app-id": `p/d/${app}` };
+      await must(t.request("POST", `${API}/namespaces/${ns}/services`, svc), "create");
+      await must(t.request("PATCH", `${API}/namespaces/${ns}/services/${name}/status`, {
+        status: { conditions: [{ type: "Ready", status: "False", reason: "Stage", message, lastTransitionTime: "2026-11-30T08:00:00Z" }] },
+      }, "application/merge-patch+json"), "status");
+    };
+    type Frame = Record<string, any>;
+    const open = async (url: string) => {
+      const frames: Frame[] = [];
+      const raw = upgraded(await rawConnect(url, { onText: (text) => frames.push(JSON.parse(text)) }));
+      return { raw, frames };
+    };
+    const sig = (f: Frame) => {
+      const kind = Object.keys(f).find((k) => k !== "resume")!;
+      const app = f.createEvent?.app ?? f.updateEvent?.updatedApp ?? f.deleteEvent?.app;
+      return app ? `${kind} ${app.metadata.id.name} ${app.status?.conditions?.at(-1)?.message ?? ""}`.trim() : kind;
+    };
+    try {
+      await mk("one", "first");
+      // Clients on A and on B, both watching from a snapshot.
+      const onA = await open(`${a.server.url}/v1/watch?project=p&domain=d`);
+      const witness = await open(`${b.server.url}/v1/watch?project=p&domain=d`);
+      await waitFor(() => onA.frames.some((f) => f.synced) && witness.frames.some((f) => f.synced), "both snapshots", 30_000);
+      await mk("two", "second");
+      await waitFor(() => onA.frames.some((f) => sig(f).startsWith("updateEvent two")), "A's live events", 30_000);
+      const tokens = onA.frames.map((f) => f.resume ?? f.synced?.resume).filter((x) => typeof x === "string");
+      const token = tokens.at(-1) as string;
+      onA.raw.close(1000);
+      // Changes while the client is away (seen by B's witness).
+      await mk("three", "third");
+      const name = KServiceName({ project: "p", domain: "d", name: "one" });
+      await must(t.request("DELETE", `${API}/namespaces/${ns}/services/${name}`), "delete");
+      await waitFor(() => witness.frames.some((f) => f.deleteEvent), "the witness to see the delete", 30_000);
+      // Reconnect to the OTHER replica with A's token.
+      const onB = await open(`${b.server.url}/v1/watch?project=p&domain=d&resume=${encodeURIComponent(token)}`);
+      await waitFor(() => onB.frames.some((f) => f.synced), "the resumed stream's synced marker", 30_000);
+      assert.deepEqual(onB.frames[0], { start: { mode: "resumed", replayed: 3 } });
+      const missed = onB.frames.slice(1).filter((f) => !f.heartbeat && !f.synced).map(sig);
+      assert.deepEqual(missed, ["createEvent three", "updateEvent three Stage: third", "deleteEvent one Stage: first"]);
+      // Exactly what the uninterrupted witness got after the same point.
+      const after = witness.frames.filter((f) => f.resume).map((f) => ({ token: f.resume, line: sig(f) }));
+      const i = after.findIndex((x) => x.token === token);
+      assert.ok(i >= 0, "B issued the same token for the same position as A");
+      assert.deepEqual(after.slice(i + 1).map((x) => x.line), missed);
+      onB.raw.close(1000);
+      witness.raw.close(1000);
+    } finally {
+      for (const r of replicas) {
+        r.api.closeStreams();
+        await r.apps.stopWatching();
+        await r.server.close();
+      }
     }
   });
 });
