@@ -7,6 +7,10 @@
  * @module
  */
 
+import { JsonPruner, type PrunePaths } from "./prune.ts";
+
+export type { PrunePaths } from "./prune.ts";
+
 /** Default maximum line size: 16 MiB (a single huge object is legal, an endless line is not). */
 export const DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024;
 
@@ -41,6 +45,13 @@ export interface NdjsonOptions {
    * where aborting the request does not reach the body stream.
    */
   signal?: AbortSignal;
+  /**
+   * Key paths removed from every line at the byte level, before it is decoded
+   * (see `prune.ts`): e.g. `[["object", "metadata", "managedFields"], ["object", "spec"]]`
+   * for watch events whose consumer never reads those. Lines that are not
+   * well-formed JSON objects are passed on unchanged.
+   */
+  prune?: PrunePaths | JsonPruner;
 }
 
 const NEWLINE = 10;
@@ -51,19 +62,35 @@ const CR = 13;
  * newline accepted). The reader is cancelled on every early exit path
  * (consumer `break`, thrown error, oversize line), so the connection closes.
  */
-export async function* ndjsonLines(
+export function ndjsonLines(
   body: ReadableStream<Uint8Array>,
   options: NdjsonOptions = {},
 ): AsyncGenerator<string, void, undefined> {
+  return frames(body, options, false) as AsyncGenerator<string, void, undefined>;
+}
+
+/**
+ * The one loop behind {@link ndjsonLines} (`parse` false: yields strings) and
+ * {@link ndjsonValues} (`parse` true: yields `JSON.parse` results) — one
+ * generator per stream, not two stacked.
+ */
+async function* frames(
+  body: ReadableStream<Uint8Array>,
+  options: NdjsonOptions,
+  parse: boolean,
+): AsyncGenerator<unknown, void, undefined> {
   const maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
   const onChunk = options.onChunk;
   const decoder = new TextDecoder();
+  const prune = options.prune;
+  const pruner = prune === undefined ? undefined : prune instanceof JsonPruner ? prune : prune.length > 0 ? new JsonPruner(prune) : undefined;
   const reader = body.getReader();
   // Pieces of a line that spans chunks; joined once, when its newline arrives,
   // so a multi-megabyte line costs O(size), not O(size²).
   let parts: Uint8Array[] = [];
   let partsLength = 0;
   let lineNumber = 0;
+  let values = 0; // non-blank lines: the line numbers of JSON errors
   let finished = false;
   let stopped = false;
   const onAbort = () => {
@@ -93,11 +120,20 @@ export async function* ndjsonLines(
       "",
       `line exceeds ${maxLineBytes} bytes (at least ${length} bytes without a newline)`,
     );
+  const parsed = (line: string): unknown => {
+    values++;
+    try {
+      return JSON.parse(line);
+    } catch (err) {
+      throw new NdjsonError("malformed-json", values, line.slice(0, 200), (err as Error).message);
+    }
+  };
   const text = (bytes: Uint8Array): string | undefined => {
     let end = bytes.length;
     if (end > 0 && bytes[end - 1] === CR) end--;
     if (end === 0) return undefined;
-    return decoder.decode(end === bytes.length ? bytes : bytes.subarray(0, end));
+    const line = end === bytes.length ? bytes : bytes.subarray(0, end);
+    return pruner ? pruner.pruneToString(line, decoder) : decoder.decode(line);
   };
 
   try {
@@ -117,7 +153,7 @@ export async function* ndjsonLines(
         const line = text(take(value.subarray(start, nl)));
         lineNumber++;
         start = nl + 1;
-        if (line !== undefined && !isBlank(line)) yield line;
+        if (line !== undefined && !isBlank(line)) yield parse ? parsed(line) : line;
       }
       if (start < value.length) {
         // Copy: some runtimes reuse chunk buffers.
@@ -130,7 +166,7 @@ export async function* ndjsonLines(
     if (partsLength > 0) {
       const line = text(take(new Uint8Array(0)));
       lineNumber++;
-      if (line !== undefined && !isBlank(line)) yield line;
+      if (line !== undefined && !isBlank(line)) yield parse ? parsed(line) : line;
     }
   } finally {
     options.signal?.removeEventListener("abort", onAbort);
@@ -151,19 +187,9 @@ function isBlank(line: string): boolean {
  * {@link NdjsonError} with its line number and an excerpt; the caller decides
  * whether to restart (the watcher resumes from its last good resourceVersion).
  */
-export async function* ndjsonValues(
+export function ndjsonValues(
   body: ReadableStream<Uint8Array>,
   options: NdjsonOptions = {},
 ): AsyncGenerator<unknown, void, undefined> {
-  let n = 0;
-  for await (const line of ndjsonLines(body, options)) {
-    n++;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch (err) {
-      throw new NdjsonError("malformed-json", n, line.slice(0, 200), (err as Error).message);
-    }
-    yield value;
-  }
+  return frames(body, options, true);
 }

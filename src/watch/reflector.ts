@@ -17,6 +17,7 @@ import * as v from "valibot";
 import { Backoff, type BackoffOptions, sleep } from "./backoff.ts";
 import { type ReconnectCause, newReflectorMetrics, type ReflectorMetrics } from "./metrics.ts";
 import { DEFAULT_MAX_LINE_BYTES, NdjsonError, ndjsonValues } from "./ndjson.ts";
+import { JsonPruner, type PrunePaths } from "./prune.ts";
 import { ObjectStore, type StoreSnapshot } from "./store.ts";
 import {
   collectionPath,
@@ -71,6 +72,14 @@ export interface ReflectorOptions<T extends KubeObject> {
   maxLineBytes?: number;
   /** Consecutive watch errors (non-410) after which the reflector relists (W9). Default 3. */
   maxWatchErrorsBeforeRelist?: number;
+  /**
+   * Opt-in: key paths cut out of every watch line at the byte level, before it
+   * is decoded and parsed (see `prune.ts`), e.g.
+   * `[["object", "metadata", "managedFields"], ["object", "spec"]]` when the
+   * consumer never reads them. Objects from watch events then lack those
+   * fields; paginated list pages are not pruned (use `parse` for those).
+   */
+  prune?: PrunePaths;
   /** Validates / transforms each object (e.g. strips managedFields). Throw to reject the object. */
   parse?: (obj: KubeObject) => T;
   logger?: Logger;
@@ -109,13 +118,14 @@ export class Reflector<T extends KubeObject = KubeObject> {
   /** Counters for the metrics endpoint. */
   readonly metrics: ReflectorMetrics = newReflectorMetrics();
 
-  readonly #o: Required<Omit<ReflectorOptions<T>, "namespace" | "labelSelector" | "fieldSelector" | "parse" | "backoff">> & {
+  readonly #o: Required<Omit<ReflectorOptions<T>, "namespace" | "labelSelector" | "fieldSelector" | "parse" | "backoff" | "prune">> & {
     namespace: string | undefined;
     labelSelector: string | undefined;
     fieldSelector: string | undefined;
     parse: ((obj: KubeObject) => T) | undefined;
   };
   readonly #log: Logger;
+  readonly #pruner: JsonPruner | undefined;
   readonly #backoff: Backoff;
   readonly #path: string;
   #streaming: boolean;
@@ -149,6 +159,7 @@ export class Reflector<T extends KubeObject = KubeObject> {
       ...(options.labelSelector ? { labelSelector: options.labelSelector } : {}),
     });
     this.#backoff = new Backoff(options.backoff, this.#o.random);
+    this.#pruner = options.prune && options.prune.length > 0 ? new JsonPruner(options.prune) : undefined;
     this.#path = collectionPath(options.resource, options.namespace);
     this.#streaming = this.#o.initialList !== "paginated";
   }
@@ -542,6 +553,7 @@ export class Reflector<T extends KubeObject = KubeObject> {
       const lines = ndjsonValues(res.body, {
         signal: conn.signal,
         maxLineBytes: this.#o.maxLineBytes,
+        prune: this.#pruner,
         onChunk: (n) => {
           this.metrics.bytes += n;
           conn.touch();
