@@ -233,6 +233,30 @@ describe("AppK8sClient", () => {
     }
   });
 
+  test("the replica cache forgets a revision once no app uses it (no entry per revision ever seen)", async () => {
+    const { sb, apps, close } = await setup();
+    try {
+      const name = KServiceName({ project: "proj", domain: "dev", name: "gone" });
+      sb.sandbox.create("revisions", { apiVersion: "serving.knative.dev/v1", kind: "Revision", metadata: { name: `${name}-00001`, namespace: "flyte" }, spec: {} });
+      sb.sandbox.updateStatus("revisions", "flyte", `${name}-00001`, { actualReplicas: 2 });
+      sb.sandbox.create("services", ksvc("proj", "dev", "gone"));
+      sb.sandbox.updateStatus("services", "flyte", name, readyStatus(`${name}-00001`));
+      await apps.startWatching();
+      const c = collect(apps.subscribe(""));
+      await waitFor(() => c.got.some((e) => "updateEvent" in e && e.updateEvent.updatedApp.status?.currentReplicas === 2), "replicas arrive");
+      const before = apps.metrics.revisionRequests;
+      sb.sandbox.delete("services", "flyte", name);
+      await waitFor(() => c.got.some((e) => "deleteEvent" in e), "the delete");
+      // The same app and revision again: a cached value would answer at once (no request, replicas in the create).
+      sb.sandbox.create("services", ksvc("proj", "dev", "gone"));
+      sb.sandbox.updateStatus("services", "flyte", name, readyStatus(`${name}-00001`));
+      await waitFor(() => apps.metrics.revisionRequests > before, "a fresh Revision request: the entry was forgotten");
+      await waitFor(() => c.got.filter((e) => "updateEvent" in e && e.updateEvent.updatedApp.status?.currentReplicas === 2).length >= 2, "replicas again");
+    } finally {
+      await close();
+    }
+  });
+
   test("stopWatching ends every subscription; getApp finds an app or throws a typed not-found error", async () => {
     const { sb, apps, close } = await setup();
     try {

@@ -80,10 +80,58 @@ export class AppNotFoundError extends Error {
 }
 
 interface Known {
+  /** The KService as the watch keeps it (slimmed by {@link slimKService}; shared with the reflector's store). */
   ksvc: KubeObject;
   app: App;
   appKey: string;
-  json: string;
+  /** `namespace/revision` of `status.latestReadyRevisionName` (the replica lookup it depends on), or "". */
+  revision: string;
+}
+
+/**
+ * What the watch keeps of a KService: everything the conversion reads (metadata without
+ * `managedFields`, and `status`). `managedFields` and `spec` (the pod template; the app's
+ * spec comes from the `flyte.org/spec` annotation) are about half of a KService's bytes and
+ * are never read, so they are dropped as each object arrives, before it enters the store.
+ */
+function slimKService<T extends KubeObject>(obj: T): T {
+  // Rebuilt rather than `delete`d: V8 turns an object a property was deleted from into a
+  // slower, larger dictionary-mode object.
+  const { managedFields: _managedFields, ...metadata } = obj.metadata;
+  const { spec: _spec, metadata: _metadata, ...rest } = obj;
+  return { ...rest, metadata } as T;
+}
+
+/**
+ * Deep equality of two JSON-like values as `JSON.stringify` would see them (object
+ * properties whose value is `undefined` count as absent; key order does not matter).
+ * Replaces keeping each App's JSON text just to detect "no change".
+ */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameJson(a[i] ?? null, b[i] ?? null)) return false;
+    return true;
+  }
+  if (Array.isArray(b)) return false;
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  let n = 0;
+  for (const k in x) {
+    const v = x[k];
+    if (v === undefined) continue;
+    n++;
+    if (!sameJson(v, y[k])) return false;
+  }
+  for (const k in y) if (y[k] !== undefined) n--;
+  return n === 0;
+}
+
+function revisionOf(ksvc: KubeObject): string {
+  const rev = (ksvc.status as { latestReadyRevisionName?: unknown } | undefined)?.latestReadyRevisionName;
+  return typeof rev === "string" && rev !== "" ? `${ksvc.metadata.namespace ?? ""}/${rev}` : "";
 }
 
 /** Counters for the metrics endpoint. */
@@ -106,6 +154,12 @@ function appOfChange(c: AppChange): App {
 /** `org/project/domain/name` */
 export function appKey(id: Identifier | undefined): string {
   return `${id?.org ?? ""}/${id?.project ?? ""}/${id?.domain ?? ""}/${id?.name ?? ""}`;
+}
+
+/** Where a subscription is indexed for publishing (see `AppK8sClient.#index`). */
+function indexKey(target: SubscribeTarget): string {
+  if (typeof target === "string" || target.project === undefined || target.domain === undefined) return "";
+  return target.name !== undefined ? `a\n${target.project}\n${target.domain}\n${target.name}` : `p\n${target.project}\n${target.domain}`;
 }
 
 function matcher(target: SubscribeTarget): (id: Identifier | undefined) => boolean {
@@ -137,7 +191,16 @@ export class AppK8sClient {
   readonly #log: Logger;
   readonly #watchOptions: AppK8sClientOptions["watch"];
   readonly #apps = new Map<string, Known>(); // by KService namespace/name
+  /** KService keys by the `namespace/revision` their replica count comes from. */
+  readonly #byRevision = new Map<string, Set<string>>();
   readonly #subs = new Map<Subscription, (id: Identifier | undefined) => boolean>();
+  /**
+   * Candidates by index key ({@link indexKey}): exact-app targets under `a\n<project>\n<domain>\n<name>`,
+   * project targets under `p\n<project>\n<domain>`, everything else under "" (scanned for every
+   * change). A pre-filter only: the matcher still decides, so publishing costs O(matching
+   * subscribers + unindexed ones), not O(all subscribers).
+   */
+  readonly #index = new Map<string, Set<Subscription>>();
   readonly #replicas: ReplicaCache;
   readonly #journal: Journal;
   #synced = false;
@@ -157,7 +220,7 @@ export class AppK8sClient {
     this.#log = (options.logger ?? silentLogger).child({ component: "apps" });
     this.#watchOptions = options.watch;
     this.#journal = new Journal(options.resumeWindow ?? 10_000);
-    this.#replicas = new ReplicaCache(options.client, options.replicasTtlMs ?? 30_000, this.#log, this.metrics, (ns, rev) => this.#onReplicas(ns, rev));
+    this.#replicas = new ReplicaCache(options.client, options.replicasTtlMs ?? 30_000, this.#log, this.metrics, (ns, rev) => this.#onReplicas(ns, rev), (key) => this.#byRevision.has(key));
   }
 
   /**
@@ -182,14 +245,20 @@ export class AppK8sClient {
     this.#stop = new AbortController();
     const stop = this.#stop;
     signal?.addEventListener("abort", () => stop.abort(), { once: true });
+    const parse = this.#watchOptions?.parse;
     this.#watcher = createWatcher<KubeObject>({
+      prune: [["object", "metadata", "managedFields"], ["object", "spec"]], // never read: cut before JSON.parse (B1)
       ...this.#watchOptions,
+      parse: parse ? (obj) => slimKService(parse(obj)) : slimKService,
       client: this.#client,
       resource: KNATIVE_SERVICES,
       namespaces: this.namespaces,
       labelSelector: APP_MANAGED_SELECTOR,
       logger: this.#log,
     });
+    // Revision lookups wait for the initial sync: thousands of GETs interleaved with the list pages
+    // slowed the sync down, and their answers would only re-convert apps still being listed.
+    this.#replicas.hold();
     let synced!: () => void;
     let failed!: (e: unknown) => void;
     const ready = new Promise<void>((resolve, reject) => ((synced = resolve), (failed = reject)));
@@ -202,6 +271,7 @@ export class AppK8sClient {
               const rvs = event.resourceVersions ?? { [this.namespaces[0] ?? ""]: event.resourceVersion };
               for (const [ns, rv] of Object.entries(rvs)) this.#journal.reset(ns || "*", rv);
               this.#synced = true;
+              this.#replicas.release();
               synced();
             } else {
               // A relist: the changes it produced were published; tokens from before it cannot be resumed.
@@ -287,6 +357,8 @@ export class AppK8sClient {
       logger: this.#log,
       onClose: (s) => {
         this.#subs.delete(s);
+        const slot = this.#index.get(indexKey(target));
+        if (slot?.delete(s) && slot.size === 0) this.#index.delete(indexKey(target));
         this.metrics.subscribers = this.#subs.size;
       },
     });
@@ -312,6 +384,12 @@ export class AppK8sClient {
     }
     this.metrics.starts[sub.start.kind]++;
     this.#subs.set(sub, match);
+    if (!sub.closed) {
+      const key = indexKey(target);
+      let slot = this.#index.get(key);
+      if (!slot) this.#index.set(key, slot = new Set());
+      slot.add(sub);
+    }
     this.metrics.subscribers = this.#subs.size;
     return sub;
   }
@@ -414,7 +492,7 @@ export class AppK8sClient {
     const prev = this.#apps.get(key);
     if (!ksvc) {
       if (!prev) return;
-      this.#apps.delete(key);
+      this.#forget(key, prev);
       this.#publish({ deleteEvent: { app: prev.app } }, prev, stream);
       return;
     }
@@ -429,20 +507,28 @@ export class AppK8sClient {
       });
       if (prev) {
         // It was an app and no longer is one: for subscribers, it is gone.
-        this.#apps.delete(key);
+        this.#forget(key, prev);
         this.#publish({ deleteEvent: { app: prev.app } }, prev, stream);
       }
       return;
     }
-    const next: Known = { ksvc, app, appKey: appKey(app.metadata?.id), json: JSON.stringify(app) };
+    const next: Known = { ksvc, app, appKey: appKey(app.metadata?.id), revision: revisionOf(ksvc) };
     this.#apps.set(key, next);
+    if (prev?.revision !== next.revision) {
+      if (prev) this.#unindex(key, prev.revision);
+      if (next.revision) {
+        let keys = this.#byRevision.get(next.revision);
+        if (!keys) this.#byRevision.set(next.revision, keys = new Set());
+        keys.add(key);
+      }
+    }
     if (!prev) return this.#publish({ createEvent: { app } }, next, stream);
     if (prev.appKey !== next.appKey) {
       // The app-id annotation changed: a different app now lives in this KService.
       this.#publish({ deleteEvent: { app: prev.app } }, prev, stream);
       return this.#publish({ createEvent: { app } }, next, stream);
     }
-    if (prev.json === next.json) {
+    if (sameJson(prev.app, next.app)) {
       this.metrics.unchanged++;
       return;
     }
@@ -458,15 +544,43 @@ export class AppK8sClient {
       this.#journal.append(stream, change);
     }
     const id = k.app.metadata?.id;
-    for (const [sub, match] of this.#subs) {
-      if (match(id)) sub.push(change);
+    this.#pushTo(this.#index.get(""), id, change);
+    if (id) {
+      this.#pushTo(this.#index.get(`a\n${id.project ?? ""}\n${id.domain ?? ""}\n${id.name ?? ""}`), id, change);
+      this.#pushTo(this.#index.get(`p\n${id.project ?? ""}\n${id.domain ?? ""}`), id, change);
+    }
+  }
+
+  #pushTo(candidates: Set<Subscription> | undefined, id: Identifier | undefined, change: AppChange): void {
+    if (!candidates) return;
+    for (const sub of candidates) {
+      if (this.#subs.get(sub)?.(id)) sub.push(change);
+    }
+  }
+
+  #forget(key: string, prev: Known): void {
+    this.#apps.delete(key);
+    this.#unindex(key, prev.revision);
+  }
+
+  #unindex(key: string, revision: string): void {
+    if (!revision) return;
+    const keys = this.#byRevision.get(revision);
+    if (!keys) return;
+    keys.delete(key);
+    if (keys.size === 0) {
+      this.#byRevision.delete(revision);
+      this.#replicas.forget(revision); // else one cache entry per revision ever seen, forever
     }
   }
 
   #onReplicas(namespace: string, revision: string): void {
-    for (const [key, k] of this.#apps) {
-      const rev = (k.ksvc.status as { latestReadyRevisionName?: string } | undefined)?.latestReadyRevisionName;
-      if (rev === revision && k.ksvc.metadata.namespace === namespace) this.#apply(k.ksvc, key);
+    // Through the index: scanning every app per answered lookup made an initial sync of N apps O(N²).
+    const keys = this.#byRevision.get(`${namespace}/${revision}`);
+    if (!keys) return;
+    for (const key of [...keys]) {
+      const k = this.#apps.get(key);
+      if (k) this.#apply(k.ksvc, key);
     }
   }
 }
@@ -485,6 +599,14 @@ class ReplicaCache {
   readonly log: Logger;
   readonly metrics: AppClientMetrics;
   readonly onChange: (namespace: string, revision: string) => void;
+  /** Whether some app still reads `namespace/revision`; answers for unused ones are not kept. */
+  readonly isUsed: (key: string) => boolean;
+
+  /** No app uses this revision any more: drop what is known or queued about it. */
+  forget(key: string): void {
+    this.#values.delete(key);
+    this.#queued.delete(key);
+  }
 
   constructor(
     client: KubeClient,
@@ -492,7 +614,9 @@ class ReplicaCache {
     log: Logger,
     metrics: AppClientMetrics,
     onChange: (namespace: string, revision: string) => void,
+    isUsed: (key: string) => boolean = () => true,
   ) {
+    this.isUsed = isUsed;
     this.client = client;
     this.ttlMs = ttlMs;
     this.log = log;
@@ -506,16 +630,31 @@ class ReplicaCache {
     if ((!hit || Date.now() - hit.at > this.ttlMs) && !this.#inFlight.has(key) && !this.#queued.has(key)) {
       // At most MAX_IN_FLIGHT lookups at once: an initial sync of thousands of apps must not
       // fire thousands of GETs at the API server (or hold thousands of responses in memory).
-      if (this.#inFlight.size < ReplicaCache.MAX_IN_FLIGHT) void this.#fetch(namespace, revision, key, hit?.value);
+      if (!this.#held && this.#inFlight.size < ReplicaCache.MAX_IN_FLIGHT) void this.#fetch(namespace, revision, key, hit?.value);
       else this.#queued.set(key, { namespace, revision });
     }
     return hit?.value;
+  }
+
+  #held = false;
+
+  /** Queues lookups instead of starting them (until {@link release}). */
+  hold(): void {
+    this.#held = true;
+  }
+
+  /** Starts the queued lookups (at most MAX_IN_FLIGHT at once). Safe to call twice. */
+  release(): void {
+    if (!this.#held) return;
+    this.#held = false;
+    while (this.#inFlight.size < ReplicaCache.MAX_IN_FLIGHT && this.#queued.size > 0) this.#next();
   }
 
   static readonly MAX_IN_FLIGHT = 8;
   readonly #queued = new Map<string, { namespace: string; revision: string }>();
 
   #next(): void {
+    if (this.#held) return;
     const first = this.#queued.entries().next();
     if (first.done) return;
     const [key, { namespace, revision }] = first.value;
@@ -536,8 +675,10 @@ class ReplicaCache {
     } finally {
       this.#inFlight.delete(key);
     }
-    this.#values.set(key, { value, at: Date.now() });
-    if (value !== old) this.onChange(namespace, revision);
+    if (this.isUsed(key)) {
+      this.#values.set(key, { value, at: Date.now() });
+      if (value !== old) this.onChange(namespace, revision);
+    }
     this.#next();
   }
 }

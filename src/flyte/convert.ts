@@ -119,14 +119,55 @@ export function appIdentity(ksvc: KubeObject): Identifier {
 interface Instant {
   seconds: number;
   nanos: number;
+  /** Its canonical text, when the input already was (see {@link parseCanonical}). */
+  text?: string;
 }
 
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})$/;
 const MIN_SECONDS = -62135596800; // 0001-01-01T00:00:00Z
 const MAX_SECONDS = 253402300799; // 9999-12-31T23:59:59Z
 
+/** Days in month `mo` (1–12) of year `y` (proleptic Gregorian). */
+function daysIn(y: number, mo: number): number {
+  if (mo === 2) return (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0 ? 29 : 28;
+  return mo === 4 || mo === 6 || mo === 9 || mo === 11 ? 30 : 31;
+}
+
+/** Two ASCII digits at `i`, or -1. */
+function digits2(s: string, i: number): number {
+  const a = s.charCodeAt(i) - 48;
+  const b = s.charCodeAt(i + 1) - 48;
+  return a >= 0 && a <= 9 && b >= 0 && b <= 9 ? a * 10 + b : -1;
+}
+
+/**
+ * Fast path for the form Kubernetes writes (`YYYY-MM-DDTHH:MM:SSZ`, years 1970–9999): no regex,
+ * no Date. Its canonical protobuf text is the input itself. `null`: not this form (use the
+ * general parser); `undefined`: this form but not a valid time.
+ */
+function parseCanonical(value: string): Instant | undefined | null {
+  if (
+    value.length !== 20 || value.charCodeAt(19) !== 90 /* Z */ || value.charCodeAt(4) !== 45 || value.charCodeAt(7) !== 45 ||
+    value.charCodeAt(10) !== 84 /* T */ || value.charCodeAt(13) !== 58 || value.charCodeAt(16) !== 58
+  ) return null;
+  const hi = digits2(value, 0);
+  const lo = digits2(value, 2);
+  const mo = digits2(value, 5);
+  const d = digits2(value, 8);
+  const h = digits2(value, 11);
+  const mi = digits2(value, 14);
+  const sec = digits2(value, 17);
+  if (hi < 0 || lo < 0 || mo < 0 || d < 0 || h < 0 || mi < 0 || sec < 0) return null;
+  const y = hi * 100 + lo;
+  if (y < 1970) return null; // Date.UTC maps years 0–99 to 19xx: leave old years to the general path
+  if (mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) || h > 23 || mi > 59 || sec > 59) return undefined;
+  return { seconds: Date.UTC(y, mo - 1, d, h, mi, sec) / 1000, nanos: 0, text: value };
+}
+
 function parseInstant(value: unknown): Instant | undefined {
   if (typeof value !== "string") return undefined;
+  const fast = parseCanonical(value);
+  if (fast !== null) return fast;
   const m = RFC3339.exec(value);
   if (!m) return undefined;
   const [y, mo, d, h, mi, s] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
@@ -154,6 +195,7 @@ function isZero(t: Instant): boolean {
 }
 
 function formatInstant(t: Instant): string {
+  if (t.text !== undefined) return t.text;
   const base = new Date(t.seconds * 1000).toISOString().slice(0, 19); // years 0001..9999 print as 4 digits
   let frac = "";
   if (t.nanos !== 0) {
@@ -267,6 +309,42 @@ function warnWith(logger: Logger | undefined, fields: Record<string, unknown>): 
   return { ...logger, warn: (msg, f) => logger.warn(msg, { ...fields, ...f }) };
 }
 
+/** How many decoded specs {@link cachedSpec} keeps (by annotation text; oldest out first). */
+const SPEC_CACHE_SIZE = 4096;
+const specCache = new Map<string, Spec>();
+
+/**
+ * `specFromAnnotation`, memoized by the annotation's text: a KService's spec rarely changes
+ * between its watch events (status changes dominate), and decoding base64 + protobuf + proto3
+ * JSON is most of a conversion. The cached Spec is shared by the Apps built from it (Apps are
+ * never mutated). Invalid annotations are not cached, so each one still warns.
+ */
+function cachedSpec(value: string | undefined, ksvc: KubeObject, logger: Logger | undefined): Spec | undefined {
+  if (value === undefined) return undefined;
+  const hit = specCache.get(value);
+  if (hit !== undefined) return hit;
+  const spec = specFromAnnotation(value, warnWith(logger, { kservice: ksvcKey(ksvc) }));
+  if (spec !== undefined) {
+    if (specCache.size >= SPEC_CACHE_SIZE) specCache.delete(specCache.keys().next().value!);
+    specCache.set(value, spec);
+  }
+  return spec;
+}
+
+/** Public ingress by app-id annotation (the ingress depends only on project/domain/name), per config. */
+const ingressCache = new WeakMap<AppsConfig, Map<string, ReturnType<typeof publicIngress>>>();
+
+/** `publicIngress`, memoized (its KServiceName costs a UTF-8 encode and maybe a SHA-256 per call). */
+function cachedIngress(appId: string, id: Identifier, config: AppsConfig): ReturnType<typeof publicIngress> {
+  let byId = ingressCache.get(config);
+  if (!byId) ingressCache.set(config, byId = new Map());
+  if (byId.has(appId)) return byId.get(appId);
+  const ingress = publicIngress(id, config);
+  if (byId.size >= SPEC_CACHE_SIZE) byId.delete(byId.keys().next().value!);
+  byId.set(appId, ingress);
+  return ingress;
+}
+
 /**
  * Converts a KService to a Flyte App (proto3 JSON shape, Go's field order).
  * Pure: same input, same output. `currentReplicas` comes from the caller (the Revision lookup
@@ -283,10 +361,7 @@ export function kserviceToApp(
   const annotations = ksvc.metadata?.annotations ?? {};
   const stopped = labels[LABELS.APP_STOPPED] === LABEL_TRUE;
 
-  let spec: Spec | undefined = specFromAnnotation(
-    annotations[ANNOTATIONS.SPEC],
-    warnWith(options.logger, { kservice: ksvcKey(ksvc) }),
-  );
+  let spec: Spec | undefined = cachedSpec(annotations[ANNOTATIONS.SPEC], ksvc, options.logger);
   if (spec && stopped) spec = { ...spec, desiredState: "DESIRED_STATE_STOPPED" };
 
   let status: Status;
@@ -302,7 +377,7 @@ export function kserviceToApp(
     const replicas = options.currentReplicas;
     // Go: uint32(*actualReplicas) from an int32.
     if (replicas !== undefined && Number.isInteger(replicas) && replicas !== 0) status.currentReplicas = replicas >>> 0;
-    const ingress = publicIngress(id, config);
+    const ingress = cachedIngress(annotations[ANNOTATIONS.APP_ID] as string, id, config);
     if (ingress) status.ingress = ingress;
     const createdAt = toProtoTimestamp(ksvc.metadata?.creationTimestamp);
     if (createdAt !== undefined) status.createdAt = createdAt;

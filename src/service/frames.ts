@@ -31,12 +31,25 @@ export function watchResponseJson(event: WatchResponse): string {
   return json;
 }
 
-/** An event frame: the `WatchResponse` JSON with `"resume"` appended when a token is known. */
+/** The last tokened frame built per event: every subscriber that gets the event live shares it. */
+const tokenFrames = new WeakMap<WatchResponse, Frame>();
+
+/**
+ * An event frame: the `WatchResponse` JSON with `"resume"` appended when a token is known.
+ * Built once per (event, token), not once per subscriber: live subscribers of one change get
+ * the same token, so they share one frame (frames are never mutated).
+ */
 export function eventFrame(event: WatchResponse, token: string | undefined): Frame {
+  if (token !== undefined) {
+    const cached = tokenFrames.get(event);
+    if (cached !== undefined && cached.token === token) return cached;
+  }
   const kind: FrameKind = "createEvent" in event ? "createEvent" : "updateEvent" in event ? "updateEvent" : "deleteEvent";
   const json = watchResponseJson(event);
   if (token === undefined) return { kind, json };
-  return { kind, json: `${json.slice(0, -1)},"resume":${JSON.stringify(token)}}`, token };
+  const frame: Frame = { kind, json: `${json.slice(0, -1)},"resume":${JSON.stringify(token)}}`, token };
+  tokenFrames.set(event, frame);
+  return frame;
 }
 
 /** The first frame of every stream: how it starts. */
