@@ -6,7 +6,12 @@
  * 2. ceiling with bytes: 64 KiB chunks already in memory → `ndjsonValues`;
  * 3. appwatch: `fetch` from the loopback server → `ndjsonValues`;
  * 4. appwatch reflector end to end (empty list page, then the watch stream);
- * 5. peer: `@kubernetes/client-node` 1.4.0 `Watch` on the same stream.
+ * 5. (6)–(8): (2)–(4) again with byte-level pruning (`prune`: the KService's
+ *    `metadata.managedFields` and `spec` cut out before decoding, as
+ *    `AppK8sClient` does);
+ * 9. peer: `@kubernetes/client-node` 1.4.0 `Watch` on the same stream, and
+ *    2.0.1 (npm alias `@kubernetes/client-node-2`) on Deno and Bun — it cannot
+ *    load on Node 20.
  *
  * Every run of every consumer is checked to have received all N events (count
  * and an order-sensitive checksum over the names); a mismatch aborts the
@@ -32,6 +37,7 @@ import { ndjsonValues } from "../src/watch/ndjson.ts";
 import { KubeClient } from "../src/kube/client.ts";
 import { Reflector } from "../src/watch/reflector.ts";
 import { KNATIVE_SERVICES } from "../src/watch/types.ts";
+import type { PrunePaths } from "../src/watch/prune.ts";
 import { BENCH_NAMESPACE, BENCH_PATH, chunkBytes, NameChecksum, splitLines } from "./data.ts";
 import type { ServerMeta } from "./server.ts";
 import { type BenchServer, REPO_ROOT, startBenchServer } from "./server-process.ts";
@@ -129,6 +135,9 @@ function memoryStream(chunks: readonly Uint8Array[]): ReadableStream<Uint8Array>
 
 type ClientNode = typeof import("@kubernetes/client-node");
 
+/** What AppK8sClient prunes from its watch (src/flyte/app-client.ts). */
+const APP_PRUNE: PrunePaths = [["object", "metadata", "managedFields"], ["object", "spec"]];
+
 async function loadClientNode(): Promise<{ lib?: ClientNode; error?: string }> {
   try {
     return { lib: await import("@kubernetes/client-node") };
@@ -137,7 +146,82 @@ async function loadClientNode(): Promise<{ lib?: ClientNode; error?: string }> {
   }
 }
 
-function makeConsumers(url: string, meta: ServerMeta, lines: string[], chunks: Uint8Array[], clientNode: { lib?: ClientNode; error?: string }): Consumer[] {
+/** client-node 2.x (npm alias); not on Node 20, where importing it crashes the process (its undici 8). */
+async function loadClientNode2(): Promise<{ lib?: ClientNode; error?: string }> {
+  if (runtime === "node") return { error: "client-node 2.x needs Node ≥ 22.19 (crashes at import on Node 20); 1.4.0 is the peer here" };
+  const name = "@kubernetes/client-node-2"; // a variable: keeps its types (and its @types/node 26) out of tsc
+  try {
+    return { lib: await import(name) as ClientNode };
+  } catch (err) {
+    return { error: `import failed: ${(err as Error).message}` };
+  }
+}
+
+function clientNodeWatch(url: string, lib: ClientNode): Promise<NameChecksum> {
+  const kc = new lib.KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: "c", server: url, skipTLSVerify: true }],
+    users: [{ name: "u" }],
+    contexts: [{ name: "x", cluster: "c", user: "u" }],
+    currentContext: "x",
+  });
+  const sum = new NameChecksum();
+  return new Promise<NameChecksum>((resolve, reject) => {
+    new lib.Watch(kc)
+      .watch(
+        BENCH_PATH,
+        {},
+        (_type: string, obj: { metadata?: { name?: string } }) => sum.add(obj?.metadata?.name ?? ""),
+        (err: unknown) => (err ? reject(err) : resolve(sum)),
+      )
+      .catch(reject);
+  });
+}
+
+async function reflectorRun(url: string, meta: ServerMeta, prune: PrunePaths | undefined): Promise<NameChecksum> {
+  const sum = new NameChecksum();
+  const reflector = new Reflector({
+    client: new KubeClient({ server: url }),
+    resource: KNATIVE_SERVICES,
+    namespace: BENCH_NAMESPACE,
+    initialList: "paginated",
+    prune,
+  });
+  const ac = new AbortController();
+  let synced = 0;
+  try {
+    for await (const event of reflector.run(ac.signal)) {
+      if (event.type === "synced") {
+        synced++;
+        continue;
+      }
+      if (event.type === "deleted") throw new VerificationError(`reflector on ${runtime}: unexpected deleted event`);
+      if (prune && (event.object.spec !== undefined || event.object.metadata.managedFields !== undefined)) {
+        throw new VerificationError(`pruned reflector on ${runtime}: spec/managedFields still present`);
+      }
+      sum.add(event.object.metadata.name ?? "");
+      if (sum.count === meta.events) break;
+    }
+  } finally {
+    ac.abort();
+  }
+  const m = reflector.metrics;
+  if (synced !== 1 || m.lists !== 1 || m.watches !== 1) {
+    throw new VerificationError(
+      `reflector on ${runtime}: expected 1 sync, 1 list and 1 watch, got ${synced} syncs, ${m.lists} lists, ${m.watches} watches`,
+    );
+  }
+  return sum;
+}
+
+function makeConsumers(
+  url: string,
+  meta: ServerMeta,
+  lines: string[],
+  chunks: Uint8Array[],
+  clientNode: { lib?: ClientNode; error?: string },
+  clientNode2: { lib?: ClientNode; error?: string },
+): Consumer[] {
   const watchUrl = `${url}${BENCH_PATH}?watch=1`;
   const consumers: Consumer[] = [
     {
@@ -176,68 +260,54 @@ function makeConsumers(url: string, meta: ServerMeta, lines: string[], chunks: U
       id: "reflector",
       label: "(4) appwatch `Reflector` end to end (list + watch, store, events)",
       optional: false,
+      run: () => reflectorRun(url, meta, undefined),
+    },
+    {
+      id: "bytes-pruned",
+      label: "(6) = (2) with pruning: 64 KiB chunks in memory → `ndjsonValues({prune})`",
+      optional: false,
       async run() {
         const sum = new NameChecksum();
-        const reflector = new Reflector({
-          client: new KubeClient({ server: url }),
-          resource: KNATIVE_SERVICES,
-          namespace: BENCH_NAMESPACE,
-          initialList: "paginated",
-        });
-        const ac = new AbortController();
-        let synced = 0;
-        try {
-          for await (const event of reflector.run(ac.signal)) {
-            if (event.type === "synced") {
-              synced++;
-              continue;
-            }
-            if (event.type === "deleted") throw new VerificationError(`reflector on ${runtime}: unexpected deleted event`);
-            sum.add(event.object.metadata.name ?? "");
-            if (sum.count === meta.events) break;
-          }
-        } finally {
-          ac.abort();
-        }
-        const m = reflector.metrics;
-        if (synced !== 1 || m.lists !== 1 || m.watches !== 1) {
-          throw new VerificationError(
-            `reflector on ${runtime}: expected 1 sync, 1 list and 1 watch, got ${synced} syncs, ${m.lists} lists, ${m.watches} watches`,
-          );
-        }
+        for await (const v of ndjsonValues(memoryStream(chunks), { prune: APP_PRUNE })) sum.add((v as WatchLine).object.metadata.name);
         return sum;
       },
     },
-  ];
-  const lib = clientNode.lib;
-  const clientNodeConsumer: Consumer = {
-    id: "client-node",
-    label: "(5) peer: `@kubernetes/client-node` 1.4.0 `Watch`",
-    optional: true,
-    run() {
-      if (!lib) throw new Error(clientNode.error ?? "client-node not loaded");
-      const kc = new lib.KubeConfig();
-      kc.loadFromOptions({
-        clusters: [{ name: "c", server: url, skipTLSVerify: true }],
-        users: [{ name: "u" }],
-        contexts: [{ name: "x", cluster: "c", user: "u" }],
-        currentContext: "x",
-      });
-      const sum = new NameChecksum();
-      return new Promise<NameChecksum>((resolve, reject) => {
-        new lib.Watch(kc)
-          .watch(
-            BENCH_PATH,
-            {},
-            (_type: string, obj: { metadata?: { name?: string } }) => sum.add(obj?.metadata?.name ?? ""),
-            (err: unknown) => (err ? reject(err) : resolve(sum)),
-          )
-          .catch(reject);
-      });
+    {
+      id: "fetch-pruned",
+      label: "(7) = (3) with pruning: `fetch` loopback → `ndjsonValues({prune})`",
+      optional: false,
+      async run() {
+        const sum = new NameChecksum();
+        const res = await fetch(watchUrl);
+        if (!res.ok || !res.body) throw new Error(`GET ${watchUrl}: HTTP ${res.status}`);
+        for await (const v of ndjsonValues(res.body, { prune: APP_PRUNE })) sum.add((v as WatchLine).object.metadata.name);
+        return sum;
+      },
     },
-  };
-  if (!lib) clientNodeConsumer.unavailable = clientNode.error ?? "client-node not loaded";
-  consumers.push(clientNodeConsumer);
+    {
+      id: "reflector-pruned",
+      label: "(8) = (4) with pruning: `Reflector({prune})`, as `AppK8sClient` runs it",
+      optional: false,
+      run: () => reflectorRun(url, meta, APP_PRUNE),
+    },
+  ];
+  for (const [id, label, loaded] of [
+    ["client-node", "(5) peer: `@kubernetes/client-node` 1.4.0 `Watch`", clientNode],
+    ["client-node-2", "(9) peer: `@kubernetes/client-node` 2.0.1 `Watch`", clientNode2],
+  ] as const) {
+    const lib = loaded.lib;
+    const c: Consumer = {
+      id,
+      label,
+      optional: true,
+      run() {
+        if (!lib) throw new Error(loaded.error ?? "client-node not loaded");
+        return clientNodeWatch(url, lib);
+      },
+    };
+    if (!lib) c.unavailable = loaded.error ?? "client-node not loaded";
+    consumers.push(c);
+  }
   return consumers;
 }
 
@@ -294,7 +364,8 @@ async function main(): Promise<void> {
     const lines = splitLines(raw);
     const chunks = chunkBytes(raw);
     const clientNode = await loadClientNode(); // import cost stays out of every measurement
-    const consumers = makeConsumers(url, meta, lines, chunks, clientNode);
+    const clientNode2 = await loadClientNode2();
+    const consumers = makeConsumers(url, meta, lines, chunks, clientNode, clientNode2);
     const gcBetweenRuns = fullGc();
     console.error(
       `[${runtime}] ${runtimeVersion()}: ${meta.events} events, ${mb(meta.bytes)} MB, ` +
@@ -371,6 +442,8 @@ async function main(): Promise<void> {
         fetchVsClientNode: div(eps("fetch"), eps("client-node")),
         reflectorVsClientNode: div(eps("reflector"), eps("client-node")),
         fetchVsBytes: div(eps("fetch"), eps("bytes")),
+        prunedFetchVsPeer: div(eps("fetch-pruned"), eps("client-node-2") ?? eps("client-node")),
+        prunedReflectorVsPeer: div(eps("reflector-pruned"), eps("client-node-2") ?? eps("client-node")),
       },
       totalMs: Math.round(performance.now() - started),
       cpuSeconds: cpuSeconds(),

@@ -4,8 +4,18 @@
  * @module
  */
 
-/** The five consumers, in table order. */
-export const CONSUMER_IDS = ["ceiling", "bytes", "fetch", "reflector", "client-node"] as const;
+/** The consumers, in table order. */
+export const CONSUMER_IDS = [
+  "ceiling",
+  "bytes",
+  "fetch",
+  "reflector",
+  "bytes-pruned",
+  "fetch-pruned",
+  "reflector-pruned",
+  "client-node",
+  "client-node-2",
+] as const;
 /** One of {@link CONSUMER_IDS}. */
 export type ConsumerId = (typeof CONSUMER_IDS)[number];
 
@@ -53,6 +63,10 @@ export interface RuntimeResult {
     reflectorVsClientNode?: number;
     /** (3) / (2): what the network costs our decoder. */
     fetchVsBytes?: number;
+    /** (7) pruned fetch / the peer (client-node 2.x where it runs, else 1.4.0). */
+    prunedFetchVsPeer?: number;
+    /** (8) pruned Reflector / the peer. */
+    prunedReflectorVsPeer?: number;
   };
   /** Wall time of the whole benchmark process body, ms. */
   totalMs: number;
@@ -102,7 +116,8 @@ export function runtimeTable(r: RuntimeResult): string {
   rows.push(
     `appwatch fetch (3) vs client-node (5): **${ratio(r.ratios.fetchVsClientNode)}**; ` +
       `reflector (4) vs client-node (5): **${ratio(r.ratios.reflectorVsClientNode)}**; ` +
-      `fetch (3) vs in-memory bytes (2): ${ratio(r.ratios.fetchVsBytes)}.`,
+      `fetch (3) vs in-memory bytes (2): ${ratio(r.ratios.fetchVsBytes)}; ` +
+      `**pruned** fetch (7) vs the peer: **${ratio(r.ratios.prunedFetchVsPeer)}**, pruned reflector (8) vs the peer: **${ratio(r.ratios.prunedReflectorVsPeer)}**.`,
   );
   return rows.join("\n");
 }

@@ -13,7 +13,11 @@
  *
  * Options (flags or env): `--events N` / BENCH_EVENTS (default 20,000 ≈ 100 MB),
  * `--runs N` / BENCH_RUNS (default 5), `--runtimes node,deno,bun` / BENCH_RUNTIMES,
- * `--no-write` (do not touch BENCHMARKS.md).
+ * `--no-write` (do not touch BENCHMARKS.md). After the B1 (decoding) section it
+ * appends `bench/results/B2.md` … `B5.md` as they are (written by the other benchmarks), if present.
+ * `--rerender` rebuilds BENCHMARKS.md from the last run's saved results
+ * (`bench/results/{node,deno,bun,b1-run}.json`) without measuring: to pick up
+ * new B2–B5 files or edited notes.
  * @module
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -49,8 +53,11 @@ const RUNTIMES = (option("--runtimes", "BENCH_RUNTIMES") ?? ALL_RUNTIMES.join(",
   .split(",").map((s) => s.trim()).filter(Boolean) as RuntimeName[];
 for (const r of RUNTIMES) if (!ALL_RUNTIMES.includes(r)) throw new Error(`unknown runtime ${r}`);
 const WRITE = !process.argv.includes("--no-write");
+/** Re-render BENCHMARKS.md from the last run's saved results (bench/results/*.json) without measuring again. */
+const RERENDER = process.argv.includes("--rerender");
 
 const BIN = join(REPO_ROOT, "node_modules", ".bin");
+const IS_NODE = !("Deno" in globalThis) && !("Bun" in globalThis);
 const RESULTS = join(REPO_ROOT, "bench", "results");
 const BENCHMARKS_MD = join(REPO_ROOT, "BENCHMARKS.md");
 
@@ -58,7 +65,8 @@ function command(rt: RuntimeName): { cmd: string; args: string[]; shown: string 
   switch (rt) {
     case "node":
       return {
-        cmd: process.execPath,
+        // Under `deno task bench` / `bun run bench` this driver is not Node itself: use `node` from PATH.
+        cmd: IS_NODE ? process.execPath : "node",
         args: ["--import", "tsx", "--expose-gc", "bench/decoder.bench.ts"],
         shown: "node --import tsx --expose-gc bench/decoder.bench.ts",
       };
@@ -165,10 +173,10 @@ function runOne(rt: RuntimeName, serverUrl: string): Promise<{ code: number; std
 // ------------------------------------------------------------------ report
 
 /** From shared/reference/peer-baseline.md (same data shape, 20,000 events, 99.7 MB; Node 20.20.2, Bun 1.4.5, Deno 2.9.6). */
-const PEER_BASELINE: Record<RuntimeName, { ceiling: number; fetchByteScan: number; clientNode: number }> = {
+const PEER_BASELINE: Record<RuntimeName, { ceiling: number; fetchByteScan: number; clientNode: number; clientNode2?: number }> = {
   node: { ceiling: 80_804, fetchByteScan: 43_609, clientNode: 42_321 },
-  bun: { ceiling: 135_859, fetchByteScan: 77_539, clientNode: 71_078 },
-  deno: { ceiling: 103_873, fetchByteScan: 55_406, clientNode: 49_550 },
+  bun: { ceiling: 135_859, fetchByteScan: 77_539, clientNode: 71_078, clientNode2: 68_212 },
+  deno: { ceiling: 103_873, fetchByteScan: 55_406, clientNode: 49_550, clientNode2: 46_150 },
 };
 
 function failureLine(stderrTail: string): string {
@@ -182,8 +190,17 @@ const CONSUMER_SHORT: Record<ConsumerId, string> = {
   bytes: "(2) bytes in memory → `ndjsonValues`",
   fetch: "(3) appwatch `fetch` → `ndjsonValues`",
   reflector: "(4) appwatch `Reflector`",
+  "bytes-pruned": "(6) bytes in memory, pruned",
+  "fetch-pruned": "(7) appwatch `fetch`, pruned",
+  "reflector-pruned": "(8) appwatch `Reflector`, pruned",
   "client-node": "(5) client-node 1.4.0 `Watch`",
+  "client-node-2": "(9) client-node 2.0.1 `Watch`",
 };
+
+/** The peer each runtime is judged against: client-node 2.x where it runs (Deno, Bun), else 1.4.0. */
+function peerOf(r: RuntimeResult | undefined): ConsumerId {
+  return eps(r, "client-node-2") !== undefined ? "client-node-2" : "client-node";
+}
 
 function eps(r: RuntimeResult | undefined, id: ConsumerId): number | undefined {
   return r?.consumers.find((c) => c.id === id && c.status === "ok")?.eventsPerSec;
@@ -192,7 +209,7 @@ function eps(r: RuntimeResult | undefined, id: ConsumerId): number | undefined {
 function combinedTable(results: Partial<Record<RuntimeName, RuntimeResult>>, runtimes: RuntimeName[]): string {
   const head = `| ratio (events/s) | ${runtimes.map((r) => TITLES[r]).join(" | ")} | peer-baseline.md (${runtimes.map((r) => TITLES[r]).join(" / ")}) |`;
   const rows = [head, `|---|${runtimes.map(() => "---:").join("|")}|---|`];
-  const peer = (f: (p: (typeof PEER_BASELINE)[RuntimeName]) => number | undefined) =>
+  const peer = (f: (p: (typeof PEER_BASELINE)[RuntimeName]) => number | undefined): string =>
     runtimes.map((r) => {
       const v = f(PEER_BASELINE[r]);
       return v === undefined ? "–" : v.toFixed(2);
@@ -212,6 +229,22 @@ function combinedTable(results: Partial<Record<RuntimeName, RuntimeResult>>, run
   line(`${CONSUMER_SHORT["client-node"]} vs (1)`, "client-node", "ceiling", peer((p) => p.clientNode / p.ceiling));
   line("**(3) appwatch fetch vs (5) client-node**", "fetch", "client-node", peer((p) => p.fetchByteScan / p.clientNode));
   line("**(4) appwatch Reflector vs (5) client-node**", "reflector", "client-node", "–");
+  line(`${CONSUMER_SHORT["client-node-2"]} vs (1)`, "client-node-2", "ceiling", peer((p) => p.clientNode2 === undefined ? undefined : p.clientNode2 / p.ceiling));
+  line(`**${CONSUMER_SHORT["bytes-pruned"]} vs (1)**`, "bytes-pruned", "ceiling", "–");
+  line(`**${CONSUMER_SHORT["fetch-pruned"]} vs (1)** (goal ≥ 1.0×)`, "fetch-pruned", "ceiling", "–");
+  line(`**${CONSUMER_SHORT["reflector-pruned"]} vs (1)**`, "reflector-pruned", "ceiling", "–");
+  const peerLine = (label: string, a: ConsumerId) => {
+    const cells = runtimes.map((rt) => {
+      const r = results[rt];
+      const x = eps(r, a);
+      const y = eps(r, peerOf(r));
+      return x !== undefined && y !== undefined ? `${ratio(x / y)} (vs ${peerOf(r) === "client-node-2" ? "2.0.1" : "1.4.0"})` : "n/a";
+    });
+    rows.push(`| ${label} | ${cells.join(" | ")} | – |`);
+  };
+  peerLine("**(7) pruned fetch vs the peer** (goal ≥ 2×)", "fetch-pruned");
+  peerLine("**(8) pruned Reflector vs the peer**", "reflector-pruned");
+  line("(7) pruned fetch vs (3) unpruned fetch: what pruning gains", "fetch-pruned", "fetch", "–");
   line("(3) fetch vs (2) bytes in memory: the cost of the network", "fetch", "bytes", "–");
   line("(4) Reflector vs (3) fetch: the cost of validation + store + events", "reflector", "fetch", "–");
   const absolute = runtimes.map((rt) => {
@@ -256,6 +289,17 @@ function reading(
           `(peer-baseline.md: ${ratio(PEER_BASELINE[rt].fetchByteScan / PEER_BASELINE[rt].ceiling)} / ${ratio(PEER_BASELINE[rt].clientNode / PEER_BASELINE[rt].ceiling)})`,
       );
     }
+    const fp = eps(r, "fetch-pruned");
+    const rp = eps(r, "reflector-pruned");
+    const pe = eps(r, peerOf(r));
+    if (fp !== undefined && ce !== undefined && pe !== undefined) {
+      const a = fp / ce;
+      const b = fp / pe;
+      parts.push(
+        `**pruned** fetch: ${ratio(a)} the ceiling (goal ≥ 1.0×: ${a >= 1 ? "met" : "missed"}) and ${ratio(b)} client-node ${peerOf(r) === "client-node-2" ? "2.0.1" : "1.4.0"} ` +
+          `(goal ≥ 2×: ${b >= 2 ? "met" : "missed"})` + (rp !== undefined ? `; pruned Reflector ${ratio(rp / ce)} the ceiling, ${ratio(rp / pe)} the peer` : ""),
+      );
+    }
     const noisy = r.consumers.filter((c) =>
       c.status === "ok" && c.minEventsPerSec !== undefined && c.maxEventsPerSec !== undefined &&
       c.maxEventsPerSec / c.minEventsPerSec > 1.15
@@ -270,7 +314,17 @@ function reading(
   return out.join("\n");
 }
 
-const CONSUMER_IDS_INDEX: Record<ConsumerId, number> = { ceiling: 1, bytes: 2, fetch: 3, reflector: 4, "client-node": 5 };
+const CONSUMER_IDS_INDEX: Record<ConsumerId, number> = {
+  ceiling: 1,
+  bytes: 2,
+  fetch: 3,
+  reflector: 4,
+  "client-node": 5,
+  "bytes-pruned": 6,
+  "fetch-pruned": 7,
+  "reflector-pruned": 8,
+  "client-node-2": 9,
+};
 
 const NOTES_START = "<!-- notes:start -->";
 const NOTES_END = "<!-- notes:end -->";
@@ -293,32 +347,37 @@ function renderMarkdown(
   failures: Partial<Record<RuntimeName, string>>,
   noise: Partial<Record<RuntimeName, Noise>>,
   versions: Record<string, string>,
-  server: BenchServer,
+  server: Pick<BenchServer, "meta">,
   wallMs: number,
+  measuredAt: Date = new Date(),
 ): string {
   const any = RUNTIMES.map((r) => results[r]).find((r) => r !== undefined);
   const cpus = os.cpus();
-  const date = new Date().toISOString().slice(0, 16).replace("T", " ") + " UTC";
+  const date = measuredAt.toISOString().slice(0, 16).replace("T", " ") + " UTC";
   const m = server.meta;
   const s: string[] = [];
   s.push("# Benchmarks");
   s.push("");
   s.push("<!-- Generated by `npm run bench` (bench/run.ts). Everything outside the notes section is rewritten on every run. -->");
   s.push("");
-  s.push(`## Watch decoding: ${int(m.events)} Knative Service events, ${mb(m.bytes)} MB`);
+  s.push(`## B1 — Watch decoding: ${int(m.events)} Knative Service events, ${mb(m.bytes)} MB`);
   s.push("");
   s.push(
     `One watch stream of ${int(m.events)} \`MODIFIED\` events (${int(m.bytes / m.events)} B each on average; ${m.nonAscii} objects, ` +
       `${((m.nonAscii / m.events) * 100).toFixed(1)} %, carry non-ASCII text), generated by \`bench/data.ts\` ` +
       "(`flyte.org/*` labels and annotations incl. a base64 spec, 2–3 `managedFields`, a pod template, three conditions, traffic). " +
-      "Five consumers, measured side by side in one process per runtime, on the same bytes:",
+      "Nine consumers, measured side by side in one process per runtime, on the same bytes:",
   );
   s.push("");
   s.push("1. **ceiling**: `JSON.parse` of pre-split string lines (each line decoded on its own), no I/O;");
   s.push("2. **ceiling with bytes**: the same bytes as 64 KiB chunks already in memory → `ndjsonValues` (our decoder, no network);");
   s.push("3. **appwatch**: `fetch` from the loopback server → `ndjsonValues`;");
   s.push("4. **appwatch Reflector end to end**: `new Reflector({initialList: \"paginated\"})` against the same server (an empty list page, then the watch stream), valibot validation, store updates, one output event per input event;");
-  s.push("5. **peer**: `@kubernetes/client-node` 1.4.0 `new Watch(kc).watch(path, {}, cb, done)` (node-fetch + `readline`) on the same stream.");
+  s.push("5. **peer**: `@kubernetes/client-node` 1.4.0 `new Watch(kc).watch(path, {}, cb, done)` (node-fetch + `readline`) on the same stream;");
+  s.push("6. – 8. **pruned**: (2), (3) and (4) with byte-level pruning (`src/watch/prune.ts`): each line's `object.metadata.managedFields` and `object.spec` are cut out of the bytes before they are decoded and parsed — what `AppK8sClient` does, since a Flyte app never reads them (51 % of this stream's bytes);");
+  s.push("9. **peer 2.x**: `@kubernetes/client-node` 2.0.1 (npm alias `@kubernetes/client-node-2`) the same way — on Deno and Bun only: it needs Node ≥ 22.19 and crashes at import on Node 20.");
+  s.push("");
+  s.push("The B1 goals (issue 6): pruned fetch (7) ≥ 1.0× the ceiling (1), and ≥ 2× client-node (1.4.0 on Node, 2.0.1 on Deno and Bun).");
   s.push("");
   s.push(
     "The server is a separate Node process (`bench/server.ts`, the same for every consumer runtime) that writes the pre-generated stream " +
@@ -364,21 +423,64 @@ function renderMarkdown(
   s.push("");
   s.push(reading(results, RUNTIMES, noise));
   s.push("");
-  s.push(keptNotes());
+  s.push(keptNotes()); // B1's hand-written notes, right after its tables
   s.push("");
+  for (const part of ["B2", "B3", "B4", "B5"]) {
+    const file = join(RESULTS, `${part}.md`);
+    if (!existsSync(file)) continue;
+    s.push(`<!-- from bench/results/${part}.md (rewritten on every run) -->`);
+    s.push(readFileSync(file, "utf8").trimEnd());
+    s.push("");
+  }
   return s.join("\n");
 }
 
 // ------------------------------------------------------------------ main
 
+/** Everything besides the per-runtime results that the Markdown needs: saved so that `--rerender` can rebuild it. */
+interface SavedRun {
+  meta: BenchServer["meta"];
+  failures: Partial<Record<RuntimeName, string>>;
+  noise: Partial<Record<RuntimeName, Noise>>;
+  versions: Record<string, string>;
+  wallMs: number;
+  runtimes: RuntimeName[];
+  runs: number;
+  /** ISO time the measurements ended. */
+  date: string;
+}
+const SAVED_RUN = join(RESULTS, "b1-run.json");
+
+function rerender(): number {
+  if (!existsSync(SAVED_RUN)) {
+    console.error(`bench: --rerender needs ${SAVED_RUN} from a previous run`);
+    return 1;
+  }
+  const saved = JSON.parse(readFileSync(SAVED_RUN, "utf8")) as SavedRun;
+  if (saved.runs !== RUNS || saved.runtimes.join() !== RUNTIMES.join()) {
+    console.error(`bench: --rerender: pass the same --runs/--runtimes as the saved run (${saved.runs}, ${saved.runtimes.join(",")})`);
+    return 1;
+  }
+  const results: Partial<Record<RuntimeName, RuntimeResult>> = {};
+  for (const rt of RUNTIMES) {
+    const file = join(RESULTS, `${rt}.json`);
+    if (existsSync(file)) results[rt] = JSON.parse(readFileSync(file, "utf8")) as RuntimeResult;
+  }
+  writeFileSync(BENCHMARKS_MD, renderMarkdown(results, saved.failures, saved.noise, saved.versions, { meta: saved.meta }, saved.wallMs, new Date(saved.date)));
+  console.error(`bench: re-rendered ${BENCHMARKS_MD} from the saved run`);
+  return 0;
+}
+
 async function main(): Promise<number> {
+  if (RERENDER) return rerender();
   const t0 = performance.now();
   const versions: Record<string, string> = {
-    node: `Node ${process.version.slice(1)}`,
+    node: IS_NODE ? `Node ${process.version.slice(1)}` : `Node ${(await versionOf("node", ["--version"])).replace(/^v/, "")}`,
     deno: await versionOf(join(BIN, "deno"), ["--version"]),
     bun: `Bun ${await versionOf(join(BIN, "bun"), ["--version"])}`,
-    server: `Node ${process.version.slice(1)}`,
+    server: "",
   };
+  versions.server = versions.node!;
   console.error(`bench: ${EVENTS} events, ${RUNS} runs, runtimes ${RUNTIMES.join(", ")}; starting the server…`);
   const server = await startBenchServer(EVENTS);
   const stopAll = () => {
@@ -438,6 +540,8 @@ async function main(): Promise<number> {
   console.log(`\n## Ratios, all runtimes\n\n${combinedTable(results, RUNTIMES)}\n`);
   console.log(reading(results, RUNTIMES, noise));
   console.log(`\nbench: done in ${(wallMs / 1000).toFixed(0)} s`);
+  const saved: SavedRun = { meta: server.meta, failures, noise, versions, wallMs, runtimes: RUNTIMES, runs: RUNS, date: new Date().toISOString() };
+  writeFileSync(SAVED_RUN, JSON.stringify(saved, null, 2) + "\n");
   if (WRITE) {
     writeFileSync(BENCHMARKS_MD, renderMarkdown(results, failures, noise, versions, server, wallMs));
     console.error(`bench: wrote ${BENCHMARKS_MD}`);

@@ -1,0 +1,238 @@
+/**
+ * B3 helper: the load process — thousands of WebSocket subscribers (the `ws`
+ * package, no compression) against one appwatch server. Run on Node:
+ * `node --import tsx bench/fanout-load.ts`.
+ *
+ * Per frame it does the least a client can: look at the frame's first key and,
+ * for app events, read the `bench t=<ms> s=<seq>` stamp straight from the
+ * bytes (no JSON.parse), so that the load process is not the bottleneck
+ * before the server is. Latency = receive time (Date.now()) − stamp.
+ *
+ * Protocol: JSON lines on stdin, one answer line on stdout per command:
+ * - `{"open":{"url":…,"subs":[{"id":n,"query":"project=…&domain=…&app=…","key":"p/d/a"|"p/d"|"*"}]}}`
+ *   → `{"opened":{n,ms,failed}}` once every new socket got its `start` frame;
+ * - `{"close":{"keep":n}}` → closes all but the first `n` → `{"closed":{open}}`;
+ * - `{"reset":{}}` → clears counters and latency samples → `{"reset":true}`;
+ * - `{"report":{"expected":{"p/d/a":writes,…}}}` → waits (≤ 15 s) until every
+ *   subscriber has what it should, then `{"report":{…}}` (received, expected,
+ *   lost, extra, latency percentiles, cpuSeconds);
+ * - `{"exit":{}}`.
+ * @module
+ */
+import process from "node:process";
+import { readFileSync } from "node:fs";
+import { createInterface } from "node:readline";
+import WebSocket from "ws";
+
+interface Sub {
+  id: number;
+  key: string;
+  ws: WebSocket;
+  received: number;
+  lastSeq: number;
+  outOfOrder: number;
+}
+
+const subs: Sub[] = [];
+let samples = new Float64Array(1 << 20);
+let nSamples = 0;
+let frames = 0;
+let heartbeats = 0;
+let closedUnexpectedly = 0;
+
+function cpuSeconds(): number {
+  try {
+    const stat = readFileSync("/proc/self/stat", "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1e6;
+  }
+}
+
+const STAMP = Buffer.from("bench t=");
+
+/** Reads a decimal number from `buf` at `i` (until a non-digit). */
+function numberAt(buf: Buffer, i: number): [number, number] {
+  let n = 0;
+  for (; i < buf.length; i++) {
+    const c = buf[i]! - 48;
+    if (c < 0 || c > 9) break;
+    n = n * 10 + c;
+  }
+  return [n, i];
+}
+
+function onMessage(sub: Sub, data: Buffer): void {
+  const now = Date.now();
+  frames++;
+  // {"updateEvent":…, {"createEvent":…, {"deleteEvent":…, {"start":…, {"heartbeat":…
+  const k = data[2];
+  if (k === 0x68 /* h */) {
+    heartbeats++;
+    return;
+  }
+  if (k !== 0x75 /* u */ && k !== 0x63 /* c */) return;
+  const at = data.indexOf(STAMP);
+  if (at < 0) return;
+  const [t, end] = numberAt(data, at + STAMP.length);
+  const [seq] = numberAt(data, end + 3); // " s="
+  sub.received++;
+  if (seq <= sub.lastSeq) sub.outOfOrder++;
+  sub.lastSeq = seq;
+  if (nSamples === samples.length) {
+    const bigger = new Float64Array(samples.length * 2);
+    bigger.set(samples);
+    samples = bigger;
+  }
+  samples[nSamples++] = now - t;
+}
+
+function openOne(url: string, id: number, query: string, key: string): Promise<Sub | undefined> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(`${url}/v1/watch?${query}`, { perMessageDeflate: false });
+    const sub: Sub = { id, key, ws, received: 0, lastSeq: 0, outOfOrder: 0 };
+    let started = false;
+    ws.on("message", (data: Buffer) => {
+      if (!started) {
+        started = true;
+        resolve(sub);
+        return;
+      }
+      onMessage(sub, data);
+    });
+    ws.on("error", () => {
+      if (!started) {
+        started = true;
+        resolve(undefined);
+      }
+    });
+    ws.on("close", () => {
+      if (!started) {
+        started = true;
+        resolve(undefined);
+      } else if (!(sub as { closing?: boolean }).closing) closedUnexpectedly++;
+    });
+  });
+}
+
+async function open(url: string, list: { id: number; query: string; key: string }[]): Promise<Record<string, unknown>> {
+  const t = performance.now();
+  let failed = 0;
+  const BATCH = 250;
+  for (let i = 0; i < list.length; i += BATCH) {
+    const got = await Promise.all(list.slice(i, i + BATCH).map((s) => openOne(url, s.id, s.query, s.key)));
+    for (const s of got) {
+      if (s) subs.push(s);
+      else failed++;
+    }
+  }
+  return { n: subs.length, ms: Math.round(performance.now() - t), failed };
+}
+
+function percentile(sorted: Float64Array, p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+function expectedOf(sub: Sub, expected: Record<string, number>, groups: Record<string, number>, total: number): number {
+  if (sub.key === "*") return total;
+  return sub.key.split("/").length === 2 ? groups[sub.key] ?? 0 : expected[sub.key] ?? 0;
+}
+
+async function report(expected: Record<string, number>): Promise<Record<string, unknown>> {
+  const groups: Record<string, number> = {};
+  let total = 0;
+  for (const [k, n] of Object.entries(expected)) {
+    const pd = k.split("/").slice(0, 2).join("/");
+    groups[pd] = (groups[pd] ?? 0) + n;
+    total += n;
+  }
+  const want = subs.reduce((s, sub) => s + expectedOf(sub, expected, groups, total), 0);
+  const deadline = Date.now() + 15_000;
+  let last = -1;
+  let still = 0;
+  for (;;) {
+    const got = subs.reduce((s, sub) => s + Math.min(sub.received, expectedOf(sub, expected, groups, total)), 0);
+    if (got >= want || Date.now() > deadline) break;
+    // Nothing moving for 3 s: what is missing is lost (or coalesced away).
+    if (got === last) {
+      if (++still >= 30) break;
+    } else still = 0;
+    last = got;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  let received = 0;
+  let lost = 0;
+  let extra = 0;
+  let lossySubs = 0;
+  let outOfOrder = 0;
+  const byKind: Record<string, { subs: number; received: number; expected: number }> = {};
+  for (const sub of subs) {
+    const e = expectedOf(sub, expected, groups, total);
+    const kind = sub.key === "*" ? "all" : sub.key.split("/").length === 2 ? "project" : "app";
+    const b = (byKind[kind] ??= { subs: 0, received: 0, expected: 0 });
+    b.subs++;
+    b.received += sub.received;
+    b.expected += e;
+    received += sub.received;
+    outOfOrder += sub.outOfOrder;
+    if (sub.received < e) {
+      lost += e - sub.received;
+      lossySubs++;
+    } else extra += sub.received - e;
+  }
+  const sorted = samples.slice(0, nSamples).sort();
+  return {
+    subscribers: subs.length,
+    expected: want,
+    received,
+    lost,
+    lossySubs,
+    extra,
+    outOfOrder,
+    byKind,
+    frames,
+    heartbeats,
+    closedUnexpectedly,
+    latencyMs: {
+      samples: nSamples,
+      p50: percentile(sorted, 50),
+      p90: percentile(sorted, 90),
+      p99: percentile(sorted, 99),
+      p999: percentile(sorted, 99.9),
+      max: nSamples ? sorted[nSamples - 1] : NaN,
+    },
+    cpuSeconds: cpuSeconds(),
+  };
+}
+
+const say = (o: unknown) => process.stdout.write(JSON.stringify(o) + "\n");
+const rl = createInterface({ input: process.stdin });
+for await (const line of rl) {
+  if (!line.trim()) continue;
+  const cmd = JSON.parse(line);
+  if (cmd.open) say({ opened: await open(cmd.open.url, cmd.open.subs) });
+  else if (cmd.close) {
+    const keep = cmd.close.keep as number;
+    for (const s of subs.splice(keep)) {
+      (s as { closing?: boolean }).closing = true;
+      s.ws.close(1000);
+    }
+    say({ closed: { open: subs.length } });
+  } else if (cmd.reset) {
+    for (const s of subs) {
+      s.received = 0;
+      s.outOfOrder = 0;
+    }
+    nSamples = 0;
+    frames = 0;
+    heartbeats = 0;
+    say({ reset: true });
+  } else if (cmd.report) say({ report: await report(cmd.report.expected) });
+  else if (cmd.cpu) say({ cpu: cpuSeconds() });
+  else if (cmd.exit) break;
+}
+for (const s of subs) s.ws.terminate();
+process.exit(0);

@@ -1,0 +1,386 @@
+/**
+ * B3 fan-out: one appwatch process with thousands of WebSocket subscribers
+ * while KService changes arrive at 1,000/s.
+ *
+ *   node --import tsx bench/fanout.ts        # the appwatch server on Node
+ *   npx deno run -A bench/fanout.ts          # … on Deno
+ *   npx bun bench/fanout.ts                  # … on Bun
+ *
+ * This process IS the appwatch server under test: `startService` (the real
+ * `appwatch serve` path: kubeconfig → watch → Hono app → this runtime's
+ * adapter) watching namespace `bench` of a separate API-server process
+ * (`bench/fanout-apiserver.ts`, the sandbox on Node, seeded with
+ * BENCH_APPS = 1,000 realistic ~5 KB app KServices). A separate load process
+ * (`bench/fanout-load.ts`, Node + `ws`) opens the subscribers: 4 all-apps,
+ * 5 % per project+domain, the rest per app (round-robin over the apps).
+ *
+ * 1. Idle memory: RSS of this process after a GC with 0 subscribers, then at
+ *    each step of BENCH_IDLE_STEPS; per-subscriber RSS = ΔRSS / N.
+ * 2. Knee search: for N in BENCH_STEPS (subscribers kept open between steps),
+ *    the API server writes BENCH_RATE status changes/s for BENCH_SECONDS,
+ *    round-robin over the apps, each stamped with its write time
+ *    (`bench t=<ms> s=<seq>` in the Ready condition message). The load
+ *    process measures latency (receive − write) for every delivered event and
+ *    checks counts against the writes per app. Server CPU from /proc/self/stat
+ *    over the drive. Stops after the first step with p99 > 100 ms or loss.
+ *
+ * Env: BENCH_APPS (1000), BENCH_RATE (1000), BENCH_SECONDS (10),
+ * BENCH_STEPS ("500,1000,2000,4000,8000,12000,16000"), BENCH_IDLE_STEPS
+ * ("1000,4000,8000,16000"), BENCH_RESULT_FILE (default
+ * bench/results/fanout-<runtime>.json). Writes bench/results/B3.md from every
+ * fanout-*.json present (see fanout-report.ts).
+ * @module
+ */
+import process from "node:process";
+import os from "node:os";
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createInterface } from "node:readline";
+import { startService } from "../src/service/server.ts";
+import { createLogger } from "../src/log.ts";
+import { writeB3 } from "./fanout-report.ts";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+const num = (name: string, d: number) => Number(process.env[name] ?? d);
+const list = (name: string, d: string) => (process.env[name] ?? d).split(",").map(Number).filter((n) => n > 0);
+const APPS = num("BENCH_APPS", 1000);
+const RATE = num("BENCH_RATE", 1000);
+const SECONDS = num("BENCH_SECONDS", 10);
+const STEPS = list("BENCH_STEPS", "500,1000,2000,4000,8000,12000,16000");
+const IDLE_STEPS = list("BENCH_IDLE_STEPS", "1000,4000,8000,16000");
+const ALL_SUBS = 4;
+const P99_GOAL_MS = 100;
+
+// deno-lint-ignore no-explicit-any
+const g = globalThis as any;
+const RUNTIME: "node" | "deno" | "bun" = g.Deno?.version?.deno ? "deno" : g.Bun ? "bun" : "node";
+const RESULT_FILE = process.env.BENCH_RESULT_FILE ?? join(ROOT, "bench", "results", `fanout-${RUNTIME}.json`);
+
+function runtimeVersion(): string {
+  if (RUNTIME === "deno") return `Deno ${g.Deno.version.deno} (V8 ${g.Deno.version.v8})`;
+  if (RUNTIME === "bun") return `Bun ${g.Bun.version} (JavaScriptCore)`;
+  return `Node ${process.versions.node} (V8 ${process.versions.v8})`;
+}
+
+// ------------------------------------------------------------------ process stats
+
+function cpuSeconds(): number {
+  const stat = readFileSync("/proc/self/stat", "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
+
+/** Busy CPU seconds of the whole machine (Linux /proc/stat). */
+function machineBusySeconds(): number {
+  const f = (readFileSync("/proc/stat", "utf8").split("\n", 1)[0] ?? "").trim().split(/\s+/).slice(1).map(Number);
+  return ((f[0] ?? 0) + (f[1] ?? 0) + (f[2] ?? 0) + (f[5] ?? 0) + (f[6] ?? 0) + (f[7] ?? 0)) / 100;
+}
+
+/** Node only, BENCH_CPU_PROF=<file>: a V8 CPU profile of this process over each drive (last one kept). */
+async function profiler(): Promise<{ start(): Promise<void>; stop(): Promise<void> } | undefined> {
+  const file = process.env.BENCH_CPU_PROF;
+  if (!file || RUNTIME !== "node") return undefined;
+  const inspector = await import("node:inspector");
+  const session = new inspector.Session();
+  session.connect();
+  const post = (method: string, params?: object) =>
+    new Promise<unknown>((resolve, reject) => session.post(method, params ?? {}, (err, res) => (err ? reject(err) : resolve(res))));
+  await post("Profiler.enable");
+  return {
+    start: async () => void (await post("Profiler.start")),
+    stop: async () => {
+      const { profile } = await post("Profiler.stop") as { profile: unknown };
+      writeFileSync(file, JSON.stringify(profile));
+    },
+  };
+}
+
+function rssBytes(): number {
+  const statm = readFileSync("/proc/self/statm", "utf8").split(" ");
+  return Number(statm[1]) * 4096;
+}
+
+/** A full GC, by whatever this runtime offers; false when none is available. */
+async function fullGc(): Promise<boolean> {
+  let gcFn: (() => void) | undefined = typeof g.gc === "function" ? () => g.gc() : g.Bun?.gc ? () => g.Bun.gc(true) : undefined;
+  if (!gcFn) {
+    try {
+      const v8 = await import("node:v8");
+      const vm = await import("node:vm");
+      v8.setFlagsFromString("--expose-gc");
+      const fn = vm.runInNewContext("gc");
+      if (typeof fn === "function") gcFn = fn;
+    } catch { /* none */ }
+  }
+  if (!gcFn) return false;
+  for (let i = 0; i < 3; i++) {
+    gcFn();
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return true;
+}
+
+// ------------------------------------------------------------------ child processes
+
+interface Child {
+  proc: ChildProcess;
+  next(): Promise<Record<string, unknown>>;
+  send(cmd: unknown): Promise<Record<string, unknown>>;
+}
+
+function child(script: string, env: Record<string, string> = {}): Child {
+  const proc = spawn("node", ["--import", "tsx", script], { cwd: ROOT, stdio: ["pipe", "pipe", "inherit"], env: { ...process.env, ...env } });
+  const lines = createInterface({ input: proc.stdout! });
+  const queue: string[] = [];
+  const waiters: ((l: string) => void)[] = [];
+  lines.on("line", (l) => {
+    const w = waiters.shift();
+    if (w) w(l);
+    else queue.push(l);
+  });
+  proc.once("exit", (code) => {
+    if (code !== 0 && code !== null) {
+      console.error(`BENCHMARK FAILED: ${script} exited with ${code}`);
+      process.exit(1);
+    }
+  });
+  const next = () =>
+    new Promise<Record<string, unknown>>((resolve) => {
+      const l = queue.shift();
+      if (l !== undefined) resolve(JSON.parse(l));
+      else waiters.push((x) => resolve(JSON.parse(x)));
+    });
+  return {
+    proc,
+    next,
+    send(cmd) {
+      proc.stdin!.write(JSON.stringify(cmd) + "\n");
+      return next();
+    },
+  };
+}
+
+// ------------------------------------------------------------------ subscribers
+
+interface AppRef {
+  name: string;
+  project: string;
+  domain: string;
+  app: string;
+}
+
+/** Subscriber i: 4 all-apps first, then every 20th per project+domain, the rest per app (round-robin). */
+function subscribers(from: number, to: number, apps: AppRef[]): { id: number; query: string; key: string }[] {
+  const groups = [...new Set(apps.map((a) => `${a.project}/${a.domain}`))].sort();
+  const out: { id: number; query: string; key: string }[] = [];
+  for (let i = from; i < to; i++) {
+    if (i < ALL_SUBS) {
+      out.push({ id: i, query: "snapshot=false", key: "*" });
+      continue;
+    }
+    const j = i - ALL_SUBS;
+    if (j % 20 === 0) {
+      const [project, domain] = groups[(j / 20) % groups.length]!.split("/");
+      out.push({ id: i, query: `project=${project}&domain=${domain}&snapshot=false`, key: `${project}/${domain}` });
+    } else {
+      const a = apps[(j - Math.floor(j / 20) - 1) % apps.length]!;
+      out.push({ id: i, query: `project=${a.project}&domain=${a.domain}&app=${a.app}&snapshot=false`, key: `${a.project}/${a.domain}/${a.app}` });
+    }
+  }
+  return out;
+}
+
+function metricValue(text: string, name: string): number {
+  let sum = 0;
+  for (const line of text.split("\n")) {
+    if (line.startsWith(name + " ") || line.startsWith(name + "{")) sum += Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return sum;
+}
+
+// ------------------------------------------------------------------ main
+
+const t0 = performance.now();
+console.error(`B3 fan-out: appwatch server on ${runtimeVersion()}; ${APPS} apps, ${RATE} changes/s for ${SECONDS} s per step`);
+const api = child("bench/fanout-apiserver.ts", { BENCH_APPS: String(APPS) });
+const ready = (await api.next()).ready as { url: string; namespace: string; apps: AppRef[] };
+const kubeconfig = join(os.tmpdir(), `appwatch-fanout-${process.pid}.yaml`);
+writeFileSync(
+  kubeconfig,
+  `apiVersion: v1\nkind: Config\nclusters:\n- name: bench\n  cluster:\n    server: ${ready.url}\nusers:\n- name: bench\n  user: {}\ncontexts:\n- name: bench\n  context:\n    cluster: bench\n    user: bench\n    namespace: ${ready.namespace}\ncurrent-context: bench\n`,
+);
+const logs: string[] = [];
+const service = await startService({
+  kubeconfig,
+  namespaces: [ready.namespace],
+  sandbox: false,
+  port: 0,
+  host: "127.0.0.1",
+  baseDomain: "apps.example.com",
+  scheme: "https",
+  ingressAppsPort: 0,
+  watchBufferSize: 100,
+  slowConsumer: "coalesce",
+  authTokens: [],
+  allowedOrigins: [],
+  maxConnectionsPerClient: 1_000_000,
+  maxMessageBytes: 4096,
+  heartbeatSeconds: 15,
+  pingSeconds: 30,
+  resumeWindow: 10_000,
+  shutdownTimeoutSeconds: 5,
+  demoIntervalMs: 0,
+}, { logger: createLogger({ level: "warn", sink: (l) => logs.length < 50 && logs.push(l) }) });
+await service.watching;
+rmSync(kubeconfig, { force: true });
+// The initial conversions look up every app's Revision (404 here) in the background: let them finish.
+const synced = service.apps.metrics.events.create;
+for (let i = 0; i < 600 && service.apps.metrics.revisionRequests < synced; i++) await new Promise((r) => setTimeout(r, 50));
+await new Promise((r) => setTimeout(r, 1000));
+const wsUrl = service.url.replace(/^http/, "ws");
+console.error(`  synced ${service.apps.metrics.events.create} apps from ${ready.url}; serving ${service.url}`);
+
+// A probe subscription inside this process: latency of the watch path alone (API-server write →
+// decode → convert → AppK8sClient publish → subscription), without the WebSocket hop.
+let probe: number[] = [];
+const probeSub = service.apps.subscribe("");
+void (async () => {
+  for await (const e of probeSub) {
+    const app = "updateEvent" in e ? e.updateEvent.updatedApp : undefined;
+    const msg = app?.status?.conditions?.find((c) => c.message?.startsWith("bench t="))?.message;
+    if (msg) probe.push(Date.now() - Number(msg.slice(8, msg.indexOf(" ", 8))));
+  }
+})();
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]! : NaN;
+};
+
+const load = child("bench/fanout-load.ts");
+const gcAvailable = await fullGc();
+const rss0 = rssBytes();
+let open = 0;
+
+// 1. Idle memory.
+const idle: { subscribers: number; rssBytes: number; perSubscriberBytes: number; openMs: number }[] = [];
+for (const n of IDLE_STEPS) {
+  const opened = (await load.send({ open: { url: wsUrl, subs: subscribers(open, n, ready.apps) } })).opened as { n: number; ms: number; failed: number };
+  open = opened.n;
+  if (opened.failed) console.error(`  ${opened.failed} subscribers failed to open`);
+  await new Promise((r) => setTimeout(r, 500));
+  await fullGc();
+  const rss = rssBytes();
+  idle.push({ subscribers: open, rssBytes: rss, perSubscriberBytes: (rss - rss0) / open, openMs: opened.ms });
+  console.error(`  idle ${open} subscribers: RSS ${(rss / 2 ** 20).toFixed(1)} MiB (+${((rss - rss0) / 2 ** 20).toFixed(1)}), ${((rss - rss0) / open / 1024).toFixed(1)} KiB/subscriber`);
+}
+await load.send({ close: { keep: Math.min(STEPS[0] ?? 0, open) } });
+open = Math.min(STEPS[0] ?? 0, open);
+await new Promise((r) => setTimeout(r, 1000));
+
+// 2. Knee search under load.
+type Step = Record<string, unknown> & { subscribers: number; p99: number; lost: number };
+const steps: Step[] = [];
+let knee: number | undefined;
+for (const n of STEPS) {
+  if (n > open) {
+    const opened = (await load.send({ open: { url: wsUrl, subs: subscribers(open, n, ready.apps) } })).opened as { n: number };
+    open = opened.n;
+  }
+  await new Promise((r) => setTimeout(r, 500));
+  await load.send({ reset: {} });
+  probe = [];
+  const m0 = service.api.metrics.render(service.apps);
+  const loadCpu0 = (await load.send({ cpu: {} })).cpu as number;
+  const prof = await profiler();
+  await prof?.start();
+  const busy0 = machineBusySeconds();
+  const cpu0 = cpuSeconds();
+  const w0 = performance.now();
+  const driven = (await api.send({ drive: { rate: RATE, seconds: SECONDS } })).driven as { writes: number; perApp: number[]; seconds: number; maxLagMs: number; cpuSeconds: number };
+  const expected: Record<string, number> = {};
+  ready.apps.forEach((a, i) => (expected[`${a.project}/${a.domain}/${a.app}`] = driven.perApp[i]!));
+  const rep = (await load.send({ report: { expected } })).report as Record<string, unknown> & { received: number; lost: number; latencyMs: Record<string, number>; cpuSeconds: number; expected: number };
+  const wall = (performance.now() - w0) / 1000;
+  const cpu = cpuSeconds() - cpu0;
+  const busy = machineBusySeconds() - busy0;
+  await prof?.stop();
+  const m1 = service.api.metrics.render(service.apps);
+  const delta = (name: string) => metricValue(m1, name) - metricValue(m0, name);
+  const step: Step = {
+    subscribers: open,
+    writes: driven.writes,
+    driveSeconds: driven.seconds,
+    writerMaxLagMs: driven.maxLagMs,
+    measuredSeconds: wall,
+    expected: rep.expected,
+    received: rep.received,
+    lost: rep.lost,
+    extra: rep.extra,
+    lossySubs: rep.lossySubs,
+    outOfOrder: rep.outOfOrder,
+    byKind: rep.byKind,
+    closedUnexpectedly: rep.closedUnexpectedly,
+    deliveredPerSec: rep.received / driven.seconds,
+    p50: rep.latencyMs.p50!,
+    p90: rep.latencyMs.p90!,
+    p99: rep.latencyMs.p99!,
+    p999: rep.latencyMs.p999!,
+    maxMs: rep.latencyMs.max!,
+    watchP50: pct(probe, 50),
+    watchP99: pct(probe, 99),
+    watchSamples: probe.length,
+    serverCpuSeconds: cpu,
+    serverCpuCores: cpu / wall,
+    serverRssBytes: rssBytes(),
+    loadCpuCores: (rep.cpuSeconds - loadCpu0) / wall,
+    apiserverCpuCores: driven.cpuSeconds / driven.seconds,
+    // Everything else on the machine (other users of the 2 cores) over drive + drain; approximate.
+    otherCpuCores: Math.max(0, busy - cpu - (rep.cpuSeconds - loadCpu0) - driven.cpuSeconds) / wall,
+    serverDelivered: delta("appwatch_events_delivered_total"),
+    serverCoalesced: delta("appwatch_events_coalesced_total"),
+    serverDropped: delta("appwatch_events_dropped_total"),
+    backpressureWaits: delta("appwatch_backpressure_waits_total"),
+  };
+  steps.push(step);
+  console.error(
+    `  ${String(open).padStart(6)} subs: ${Math.round(step.deliveredPerSec as number)} events/s delivered, p50 ${step.p50} ms, p99 ${step.p99} ms, max ${step.maxMs} ms, ` +
+      `watch path p50 ${step.watchP50} p99 ${step.watchP99} ms, lost ${step.lost}/${step.expected} (coalesced ${step.serverCoalesced}), server CPU ${(step.serverCpuCores as number).toFixed(2)} cores, load ${(step.loadCpuCores as number).toFixed(2)}, apiserver ${(step.apiserverCpuCores as number).toFixed(2)}, other ${(step.otherCpuCores as number).toFixed(2)}`,
+  );
+  if (step.p99 > P99_GOAL_MS || step.lost > 0) {
+    knee = open;
+    break;
+  }
+}
+
+load.proc.stdin!.write(JSON.stringify({ exit: {} }) + "\n"); // answered by exiting, not by a line
+load.proc.kill();
+const result = {
+  benchmark: "B3 fan-out",
+  runtime: RUNTIME,
+  runtimeVersion: runtimeVersion(),
+  loadRuntime: "Node (ws)",
+  date: new Date().toISOString(),
+  machine: { cores: os.cpus().length, cpu: os.cpus()[0]?.model ?? "?", memoryGiB: Math.round(os.totalmem() / 2 ** 30), platform: `${os.platform()} ${os.release()} ${os.arch()}` },
+  apps: APPS,
+  rate: RATE,
+  seconds: SECONDS,
+  mix: { all: ALL_SUBS, project: "every 20th (5 %)", app: "the rest" },
+  gcAvailable,
+  rss0Bytes: rss0,
+  idle,
+  steps,
+  knee: knee ?? null,
+  maxTested: open,
+  warnings: logs.slice(0, 10),
+  totalSeconds: (performance.now() - t0) / 1000,
+};
+mkdirSync(dirname(RESULT_FILE), { recursive: true });
+writeFileSync(RESULT_FILE, JSON.stringify(result, null, 2) + "\n");
+writeB3(join(ROOT, "bench", "results"));
+console.error(`  knee: ${knee ?? `not reached (≤ ${open})`}; total ${result.totalSeconds.toFixed(0)} s; wrote ${RESULT_FILE} and bench/results/B3.md`);
+api.proc.stdin!.write(JSON.stringify({ exit: {} }) + "\n");
+await service.stop();
+setTimeout(() => api.proc.kill(), 2000).unref?.();
+process.exit(0);

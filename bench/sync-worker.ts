@@ -1,0 +1,234 @@
+/**
+ * One initial-sync measurement in a fresh process (started by
+ * `bench/sync.bench.ts`): loads only what its variant needs, forces a GC,
+ * notes RSS, resets the peak-RSS counter (VmHWM), syncs SYNC_OBJECTS objects
+ * from the server at SYNC_URL, and prints one JSON line {@link WorkerResult}.
+ *
+ * Variants (SYNC_VARIANT):
+ * - `bare`: nothing; the runtime's own RSS (same command line, same helper module);
+ * - `plain`: `fetch` + `JSON.parse` per 500-item page into a `Map` (peer-baseline.md's reference);
+ * - `reflector`: appwatch `Reflector` (paginated list, 500 per page) until `synced`;
+ * - `reflector-pruned`: the same with a `parse` that deletes `metadata.managedFields`
+ *   and `spec` after `JSON.parse` (what retained memory would be if they were never kept);
+ * - `appclient`: `AppK8sClient.startWatching()` (Reflector + Flyte `App` conversion + its maps);
+ * - `client-node`: `@kubernetes/client-node` 1.4.0 `makeInformer` with a `listFn` that pages
+ *   by 500 through `CustomObjectsApi.listNamespacedCustomObject`; synced when `start()` resolves.
+ * @module
+ */
+import process from "node:process";
+import { fullGc, heapUsed, procMemory, resetPeak } from "./sync-common.ts";
+
+export interface WorkerResult {
+  variant: string;
+  objects: number;
+  /** ms from the start of the sync to a complete store. */
+  syncMs: number;
+  /** RSS after imports and a GC, before the sync. */
+  rssBefore: number;
+  /** Peak RSS since process start, before the sync (imports included). */
+  hwmBeforeSync: number;
+  /** Peak RSS during the sync (VmHWM after a reset), absolute. */
+  peakRss: number;
+  /** Whether the peak counter could be reset (else peakRss includes the imports). */
+  peakReset: boolean;
+  /** RSS after the sync and a forced GC, with the store alive. */
+  retainedRss: number;
+  heapBefore?: number;
+  heapRetained?: number;
+  /** appclient: ms until every app's Revision lookup was done, and the peak RSS up to then. */
+  settledMs?: number;
+  settledPeakRss?: number;
+  revisionRequests?: number;
+}
+
+const variant = process.env.SYNC_VARIANT ?? "bare";
+const url = process.env.SYNC_URL ?? "";
+const N = Number(process.env.SYNC_OBJECTS ?? 0);
+const NS = "bench";
+const SELECTOR = "flyte.org/app-managed=true";
+
+/** The client the product uses: `createKubeClient` (Node: npm undici Agent; Deno/Bun: their fetch). */
+async function productionClient(): Promise<import("../src/kube/client.ts").KubeClient> {
+  const { createKubeClient } = await import("../src/kube/connect.ts");
+  return await createKubeClient({ server: url, namespace: NS, tls: { insecureSkipVerify: false }, auth: { type: "none" }, source: "bench" });
+}
+
+/** One small request through the contender's own HTTP stack, before the timer (lazy loading, connection). */
+async function warmKube(client: import("../src/kube/client.ts").KubeClient): Promise<void> {
+  const res = await client.request({ path: "/meta" });
+  await res.text();
+}
+
+function check(what: string, got: number): void {
+  if (got !== N) throw new Error(`${variant}: ${what} holds ${got} objects, expected ${N}`);
+}
+
+async function main(): Promise<WorkerResult> {
+  let run: () => Promise<void>;
+  let after: (() => Promise<Partial<WorkerResult>>) | undefined;
+  let keep: unknown;
+  const ac = new AbortController();
+
+  switch (variant) {
+    case "bare":
+      run = () => Promise.resolve();
+      break;
+    case "plain": {
+      const { BENCH_PATH } = await import("./data.ts");
+      await (await fetch(`${url}/meta`)).text();
+      run = async () => {
+        const map = new Map<string, unknown>();
+        let cont = "";
+        do {
+          const res = await fetch(`${url}${BENCH_PATH}?labelSelector=${encodeURIComponent(SELECTOR)}&limit=500${cont ? `&continue=${encodeURIComponent(cont)}` : ""}`);
+          const page = JSON.parse(await res.text()) as { items: { metadata: { namespace: string; name: string } }[]; metadata: { continue?: string } };
+          for (const o of page.items) map.set(`${o.metadata.namespace}/${o.metadata.name}`, o);
+          cont = page.metadata.continue ?? "";
+        } while (cont);
+        check("map", map.size);
+        keep = map;
+      };
+      break;
+    }
+    case "reflector":
+    case "reflector-pruned": {
+      const { Reflector } = await import("../src/watch/reflector.ts");
+      const { KNATIVE_SERVICES } = await import("../src/watch/types.ts");
+      type Obj = import("../src/watch/types.ts").KubeObject;
+      const kube = await productionClient();
+      await warmKube(kube);
+      const reflector = new Reflector<Obj>({
+        client: kube,
+        resource: KNATIVE_SERVICES,
+        namespace: NS,
+        labelSelector: SELECTOR,
+        initialList: "paginated",
+        ...(variant === "reflector-pruned"
+          ? {
+            parse: (o: Obj) => {
+              delete o.metadata.managedFields;
+              delete o.spec;
+              return o;
+            },
+          }
+          : {}),
+      });
+      keep = reflector;
+      run = async () => {
+        const it = reflector.run(ac.signal);
+        for await (const ev of it) if (ev.type === "synced") break;
+        check("store", reflector.store.size);
+      };
+      break;
+    }
+    case "appclient": {
+      const { AppK8sClient } = await import("../src/flyte/app-client.ts");
+      const kube = await productionClient();
+      await warmKube(kube);
+      const client = new AppK8sClient({ client: kube, namespace: NS, watch: { initialList: "paginated" }, ...(process.env.SYNC_RESUME_WINDOW ? { resumeWindow: Number(process.env.SYNC_RESUME_WINDOW) } : {}) });
+      keep = client;
+      run = async () => {
+        await client.startWatching(ac.signal);
+        check("apps", client.metrics.events.create);
+      };
+      after = async () => {
+        const t0 = performance.now();
+        const deadline = t0 + 120_000;
+        while (client.metrics.revisionRequests < N && performance.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+        await new Promise((r) => setTimeout(r, 50)); // the last lookups' re-conversions
+        return { settledMs: performance.now() - t0, revisionRequests: client.metrics.revisionRequests };
+      };
+      break;
+    }
+    case "client-node": {
+      const k8s = await import("@kubernetes/client-node");
+      const { BENCH_PATH } = await import("./data.ts");
+      const kc = new k8s.KubeConfig();
+      kc.loadFromOptions({
+        clusters: [{ name: "c", server: url, skipTLSVerify: true }],
+        users: [{ name: "u" }],
+        contexts: [{ name: "x", cluster: "c", user: "u" }],
+        currentContext: "x",
+      });
+      const api = kc.makeApiClient(k8s.CustomObjectsApi);
+      type Obj = import("@kubernetes/client-node").KubernetesObject;
+      const listFn = async (): Promise<import("@kubernetes/client-node").KubernetesListObject<Obj>> => {
+        const items: Obj[] = [];
+        let cont: string | undefined;
+        let rv: string | undefined;
+        do {
+          const page = await api.listNamespacedCustomObject({
+            group: "serving.knative.dev",
+            version: "v1",
+            namespace: NS,
+            plural: "services",
+            labelSelector: SELECTOR,
+            limit: 500,
+            _continue: cont,
+          }) as { items: Obj[]; metadata?: { continue?: string; resourceVersion?: string } };
+          for (const o of page.items) items.push(o);
+          rv ??= page.metadata?.resourceVersion;
+          cont = page.metadata?.continue || undefined;
+        } while (cont);
+        return { apiVersion: "v1", kind: "List", items, metadata: { resourceVersion: rv } };
+      };
+      await api.listNamespacedCustomObject({ group: "serving.knative.dev", version: "v1", namespace: NS, plural: "services", limit: 1 });
+      const informer = k8s.makeInformer<Obj>(kc, BENCH_PATH, listFn, SELECTOR);
+      informer.on("error", () => {}); // the bench stops it; a late error must not crash the process
+      keep = informer;
+      run = async () => {
+        await informer.start();
+        check("informer cache", informer.list().length);
+      };
+      after = async () => {
+        await informer.stop();
+        return {};
+      };
+      break;
+    }
+    default:
+      throw new Error(`unknown SYNC_VARIANT ${variant}`);
+  }
+
+  fullGc();
+  const before = procMemory();
+  const heapBefore = heapUsed();
+  const peakReset = resetPeak();
+  const t0 = performance.now();
+  await run();
+  const syncMs = performance.now() - t0;
+  const peakRss = procMemory().hwm;
+  let extra: Partial<WorkerResult> = {};
+  if (after && variant === "appclient" && process.env.SYNC_NO_SETTLE !== "1") {
+    extra = await after();
+    extra.settledPeakRss = procMemory().hwm;
+  }
+  fullGc();
+  const retainedRss = procMemory().rss;
+  const heapRetained = heapUsed();
+  if (after && variant !== "appclient") await after();
+  ac.abort();
+  void keep;
+  return {
+    variant,
+    objects: N,
+    syncMs,
+    rssBefore: before.rss,
+    hwmBeforeSync: before.hwm,
+    peakRss,
+    peakReset,
+    retainedRss,
+    heapBefore,
+    heapRetained,
+    ...extra,
+  };
+}
+
+try {
+  const r = await main();
+  process.stdout.write(JSON.stringify(r) + "\n");
+  process.exit(0);
+} catch (err) {
+  console.error(`sync worker ${variant}: ${err instanceof Error ? err.stack : String(err)}`);
+  process.exit(1);
+}
