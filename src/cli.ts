@@ -10,9 +10,6 @@
  * Logs go to stderr. Exit codes: 0 done, 1 failure, 2 usage or configuration error.
  * @module
  */
-import { existsSync } from "node:fs";
-import { homedir } from "node:os";
-import { join } from "node:path";
 import process from "node:process";
 import { parseArgs } from "node:util";
 import * as v from "valibot";
@@ -23,10 +20,11 @@ import { KubeClient as Client } from "./kube/client.ts";
 import { createLogger, type Logger, type LogLevel } from "./log.ts";
 import { seedDemo, startDemoActivity, startSandbox } from "./sandbox/mod.ts";
 import { ConfigError, describeSettings, loadSettings, SERVE_HELP } from "./service/config.ts";
+import { clusterConfigExists } from "./service/server.ts";
 import { createWatcher } from "./watch/group.ts";
 import { KNATIVE_SERVICES, type ReflectorEvent } from "./watch/types.ts";
 
-export { SERVE_HELP, WATCH_HELP };
+export { clusterConfigExists, SERVE_HELP, WATCH_HELP };
 
 /** The subcommands. */
 export const COMMANDS = ["serve", "watch", "events", "help"] as const;
@@ -154,14 +152,6 @@ function flagName(path: string): string {
     logLevel: "log-level",
   };
   return map[first] ?? first;
-}
-
-/** True when kubectl would find some cluster configuration. */
-export function clusterConfigExists(env: Record<string, string | undefined> = process.env): boolean {
-  if (env.KUBECONFIG && env.KUBECONFIG.split(/[:;]/).some((p) => p && existsSync(p))) return true;
-  const home = env.HOME || homedir();
-  if (existsSync(join(home, ".kube", "config"))) return true;
-  return Boolean(env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT);
 }
 
 /** Formats one event as the JSON line printed on stdout. */

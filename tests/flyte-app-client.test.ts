@@ -12,24 +12,9 @@ import type { App, WatchResponse } from "../src/flyte/model.ts";
 import { KServiceName } from "../src/flyte/naming.ts";
 import type { Subscription } from "../src/flyte/subscriptions.ts";
 import { startSandbox } from "../src/sandbox/mod.ts";
-import type { KubeObject } from "../src/watch/types.ts";
 import { waitFor } from "./helpers/run.ts";
+import { ksvc } from "./helpers/service.ts";
 import { startScripted, status } from "./helpers/scripted.ts";
-
-function ksvc(project: string, domain: string, name: string, extra: { ns?: string; image?: string; ready?: boolean; org?: string } = {}): KubeObject {
-  const id = { project, domain, name };
-  return {
-    apiVersion: "serving.knative.dev/v1",
-    kind: "Service",
-    metadata: {
-      name: KServiceName(id),
-      namespace: extra.ns ?? "flyte",
-      labels: { "flyte.org/app-managed": "true", "flyte.org/project": project, "flyte.org/domain": domain },
-      annotations: { "flyte.org/app-id": `${project}/${domain}/${name}`, ...(extra.org ? { "flyte.org/app-org": extra.org } : {}) },
-    },
-    spec: { template: { spec: { containers: [{ image: extra.image ?? "app:v1" }] } } },
-  };
-}
 
 const readyStatus = (rev: string) => ({
   latestReadyRevisionName: rev,

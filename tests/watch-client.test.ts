@@ -18,31 +18,13 @@ import { startSandbox } from "../src/sandbox/mod.ts";
 import { type RunningService, type ServiceSettings, startService } from "../src/service/server.ts";
 import type { KubeObject } from "../src/watch/types.ts";
 import { waitFor } from "./helpers/run.ts";
+import { testSettings } from "./helpers/service.ts";
 
 const TIME = /^\d\d:\d\d:\d\d /;
 
+/** The shared test settings, with a shorter shutdown deadline. */
 function settings(overrides: Partial<ServiceSettings> = {}): ServiceSettings {
-  return {
-    namespaces: [],
-    sandbox: true,
-    port: 0,
-    host: "127.0.0.1",
-    baseDomain: "localhost",
-    scheme: "http",
-    ingressAppsPort: 30081,
-    watchBufferSize: 100,
-    slowConsumer: "coalesce",
-    authTokens: [],
-    allowedOrigins: [],
-    maxConnectionsPerClient: 64,
-    maxMessageBytes: 4096,
-    heartbeatSeconds: 15,
-    pingSeconds: 30,
-    resumeWindow: 10_000,
-    shutdownTimeoutSeconds: 5,
-    demoIntervalMs: 0,
-    ...overrides,
-  };
+  return testSettings({ shutdownTimeoutSeconds: 5, ...overrides });
 }
 
 /** Starts a service and waits for its initial sync (and, on the sandbox, for the demo apps' replica lookups). */

@@ -5,6 +5,7 @@
  */
 import { parseArgs } from "node:util";
 import * as v from "valibot";
+import { Name } from "../service/schemas.ts";
 import type { WatchClientOptions } from "./watch.ts";
 
 /** Default server URL. */
@@ -55,13 +56,6 @@ Examples:
   appwatch watch --project flytesnacks --domain development
   APPWATCH_TOKEN=… appwatch watch --url https://appwatch.example.com -o json
 `;
-
-const Name = v.pipe(
-  v.string(),
-  v.minLength(1, "must not be empty"),
-  v.maxLength(253, "must be at most 253 characters"),
-  v.regex(/^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/, "must be letters, digits, '.', '_' or '-', starting and ending with a letter or digit"),
-);
 
 const Url = v.pipe(
   v.string(),

@@ -7,7 +7,7 @@
 import * as v from "valibot";
 
 /** A Flyte org/project/domain/app name as it may appear in a query. */
-const Name = v.pipe(
+export const Name = v.pipe(
   v.string(),
   v.minLength(1, "must not be empty"),
   v.maxLength(253, "must be at most 253 characters"),
