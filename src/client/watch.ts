@@ -13,6 +13,7 @@
  * @module
  */
 import type { Logger } from "../log.ts";
+import { sleep } from "../watch/backoff.ts";
 
 /** What the client needs to know. */
 export interface WatchClientOptions {
@@ -221,7 +222,8 @@ export async function runWatchClient(options: WatchClientOptions, io: WatchClien
       end.kind === "failed" ? "connect failed" : "disconnected",
       { reason: lastEnd, retryInMs: delay, resume: resume !== undefined },
     );
-    if (!(await sleep(delay, io.signal))) break;
+    await sleep(delay, io.signal);
+    if (io.signal.aborted) break;
     delay = Math.min(delay * 2, backoff.maxMs);
   }
   // The last token lets a later run continue exactly here (--resume).
@@ -375,18 +377,3 @@ function networkError(err: unknown): string {
   return (e.cause?.code ?? e.cause?.message ?? e.message ?? String(err)).replace(/\(?https?:\/\/\S+/g, "").slice(0, 200);
 }
 
-/** Resolves true after `ms`, or false as soon as `signal` aborts. */
-function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve(false);
-    const onAbort = () => {
-      clearTimeout(t);
-      resolve(false);
-    };
-    const t = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve(true);
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-}

@@ -17,7 +17,7 @@ import { AppConversionError, kserviceToApp } from "./convert.ts";
 import { type App, type AppsConfig, DEFAULT_APPS_CONFIG, type Identifier, type WatchResponse } from "./model.ts";
 import { KServiceName } from "./naming.ts";
 import { Journal } from "./journal.ts";
-import { type AppChange, type SlowConsumerPolicy, Subscription } from "./subscriptions.ts";
+import { type AppChange, appOf, type SlowConsumerPolicy, Subscription } from "./subscriptions.ts";
 import type { ReflectorHealth } from "../watch/reflector.ts";
 
 /** The label every Flyte-managed KService carries. */
@@ -144,11 +144,6 @@ export interface AppClientMetrics {
   subscribers: number;
   /** Subscriptions started by kind. */
   starts: { snapshot: number; resumed: number; live: number; resumeFailed: number };
-}
-
-function appOfChange(c: AppChange): App {
-  const e = c.event;
-  return "createEvent" in e ? e.createEvent.app : "updateEvent" in e ? e.updateEvent.updatedApp : e.deleteEvent.app;
 }
 
 /** `org/project/domain/name` */
@@ -366,7 +361,7 @@ export class AppK8sClient {
     // the state before the next event, so there is no gap and no duplicate.
     let snapshot = options.snapshot ?? false;
     if (options.resume !== undefined) {
-      const replay = this.#journal.since(options.resume, (c) => match(appOfChange(c).metadata?.id));
+      const replay = this.#journal.since(options.resume, (c) => match(appOf(c.event).metadata?.id));
       if (replay.ok) {
         sub.preload(replay.changes, { snapshot: false, from: options.resume, token: this.#journal.token() });
         sub.start = { kind: "resumed", replayed: replay.changes.length };

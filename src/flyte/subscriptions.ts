@@ -73,7 +73,8 @@ function kindOf(e: WatchResponse): Kind {
   return "createEvent" in e ? "create" : "updateEvent" in e ? "update" : "delete";
 }
 
-function appOf(e: WatchResponse): App {
+/** The App a `WatchResponse` carries. */
+export function appOf(e: WatchResponse): App {
   return "createEvent" in e ? e.createEvent.app : "updateEvent" in e ? e.updateEvent.updatedApp : e.deleteEvent.app;
 }
 

@@ -9,6 +9,7 @@
  */
 import type { AppK8sClient, SubscribeTarget } from "../flyte/app-client.ts";
 import { LaggingError } from "../flyte/subscriptions.ts";
+import { sleep } from "../watch/backoff.ts";
 import type { Logger } from "../log.ts";
 import { errorFrame, eventFrame, type Frame, heartbeatFrame, startFrame, syncedFrame } from "./frames.ts";
 import type { ServiceMetrics } from "./metrics.ts";
@@ -41,19 +42,6 @@ export type StreamEnd =
   | { reason: "dropped" }; // the runtime dropped a frame
 
 const BACKPRESSURE_POLL_MS = 10;
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
-}
 
 /**
  * Streams `target` to `sink` until the client leaves, `signal` aborts, or the
