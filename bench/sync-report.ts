@@ -33,6 +33,7 @@ interface Result {
 const LABEL: Record<string, string> = {
   plain: "plain `fetch` + `JSON.parse` → `Map` (reference)",
   reflector: "appwatch `Reflector`",
+  "reflector-prune": "**appwatch `Reflector` + `prune`** (byte-level, list pages)",
   "reflector-pruned": "`Reflector`, `parse` drops managedFields + spec",
   appclient: "appwatch `AppK8sClient`",
   "client-node": "client-node 1.4.0 `makeInformer`",
@@ -55,16 +56,16 @@ const v = (r: Result, n: number, id: string) => at(r, n)?.variants.find((s) => s
 const row = (label: string, f: (r: Result) => string) => out.push(`| ${label} | ${results.map(f).join(" | ")} |`);
 row("list JSON (MB, 10⁶ B)", (r) => ((at(r, 10_000)?.server.listBytes ?? NaN) / 1e6).toFixed(1));
 row("bare runtime RSS (MiB)", (r) => mib(r.bare.rss));
-for (const id of ["reflector", "appclient", "client-node", "plain"]) {
+for (const id of ["reflector", "reflector-prune", "appclient", "client-node", "plain"]) {
   row(`${LABEL[id]}: sync ms`, (r) => (v(r, 10_000, id)?.syncMs !== undefined ? Math.round(v(r, 10_000, id)!.syncMs!).toLocaleString("en-US") : "n/a"));
 }
-for (const id of ["reflector", "appclient", "plain"]) {
+for (const id of ["reflector", "reflector-prune", "reflector-pruned", "appclient", "plain"]) {
   row(`**${id} time ÷ client-node** (goal ≤ 0.8×)`, (r) => x((v(r, 10_000, id)?.syncMs ?? NaN) / (v(r, 10_000, "client-node")?.syncMs ?? NaN)));
 }
-for (const id of ["reflector", "reflector-pruned", "appclient", "client-node", "plain"]) {
+for (const id of ["reflector", "reflector-prune", "reflector-pruned", "appclient", "client-node", "plain"]) {
   row(`**${id}: peak RSS above bare ÷ list bytes** (goal ≤ 1.0×)`, (r) => x(((v(r, 10_000, id)?.peakRss ?? NaN) - r.bare.rss) / (at(r, 10_000)?.server.listBytes ?? NaN)));
 }
-for (const id of ["reflector", "reflector-pruned", "appclient", "client-node", "plain"]) {
+for (const id of ["reflector", "reflector-prune", "reflector-pruned", "appclient", "client-node", "plain"]) {
   row(`${id}: JS heap retained (after GC) ÷ list bytes`, (r) => {
     const s = v(r, 10_000, id);
     return s?.heapRetained !== undefined && s.runs[0]?.heapBefore !== undefined ? x((s.heapRetained - s.runs[0].heapBefore) / (at(r, 10_000)?.server.listBytes ?? NaN)) : "n/a";

@@ -4,12 +4,16 @@
  * notes RSS, resets the peak-RSS counter (VmHWM), syncs SYNC_OBJECTS objects
  * from the server at SYNC_URL, and prints one JSON line {@link WorkerResult}.
  *
+ * SYNC_CPU_PROFILE=<file> (Node): also write a CPU profile of the sync phase.
+ *
  * Variants (SYNC_VARIANT):
  * - `bare`: nothing; the runtime's own RSS (same command line, same helper module);
  * - `plain`: `fetch` + `JSON.parse` per 500-item page into a `Map` (peer-baseline.md's reference);
  * - `reflector`: appwatch `Reflector` (paginated list, 500 per page) until `synced`;
- * - `reflector-pruned`: the same with a `parse` that deletes `metadata.managedFields`
- *   and `spec` after `JSON.parse` (what retained memory would be if they were never kept);
+ * - `reflector-prune`: the same with `prune: [object.metadata.managedFields, object.spec]`:
+ *   byte-level pruning of every list page (`items.*.…`) before it is decoded and parsed;
+ * - `reflector-pruned`: the same as `reflector` with a `parse` that deletes `metadata.managedFields`
+ *   and `spec` after `JSON.parse` (the earlier analysis variant: retained memory without them);
  * - `appclient`: `AppK8sClient.startWatching()` (Reflector + Flyte `App` conversion + its maps);
  * - `client-node`: `@kubernetes/client-node` 1.4.0 `makeInformer` with a `listFn` that pages
  *   by 500 through `CustomObjectsApi.listNamespacedCustomObject`; synced when `start()` resolves.
@@ -91,6 +95,7 @@ async function main(): Promise<WorkerResult> {
       break;
     }
     case "reflector":
+    case "reflector-prune":
     case "reflector-pruned": {
       const { Reflector } = await import("../src/watch/reflector.ts");
       const { KNATIVE_SERVICES } = await import("../src/watch/types.ts");
@@ -103,6 +108,7 @@ async function main(): Promise<WorkerResult> {
         namespace: NS,
         labelSelector: SELECTOR,
         initialList: "paginated",
+        ...(variant === "reflector-prune" ? { prune: [["object", "metadata", "managedFields"], ["object", "spec"]] } : {}),
         ...(variant === "reflector-pruned"
           ? {
             parse: (o: Obj) => {
@@ -194,9 +200,11 @@ async function main(): Promise<WorkerResult> {
   const before = procMemory();
   const heapBefore = heapUsed();
   const peakReset = resetPeak();
+  const profile = process.env.SYNC_CPU_PROFILE ? await startProfile() : undefined;
   const t0 = performance.now();
   await run();
   const syncMs = performance.now() - t0;
+  if (profile) await profile(process.env.SYNC_CPU_PROFILE!);
   const peakRss = procMemory().hwm;
   let extra: Partial<WorkerResult> = {};
   if (after && variant === "appclient" && process.env.SYNC_NO_SETTLE !== "1") {
@@ -221,6 +229,25 @@ async function main(): Promise<WorkerResult> {
     heapBefore,
     heapRetained,
     ...extra,
+  };
+}
+
+/**
+ * SYNC_CPU_PROFILE=<file> (Node only): a V8 CPU profile of the sync phase alone (from just
+ * before the first request to the complete store), written as a `.cpuprofile`.
+ */
+async function startProfile(): Promise<(file: string) => Promise<void>> {
+  const { Session } = await import("node:inspector/promises");
+  const { writeFileSync } = await import("node:fs");
+  const session = new Session();
+  session.connect();
+  await session.post("Profiler.enable");
+  await session.post("Profiler.setSamplingInterval", { interval: 200 });
+  await session.post("Profiler.start");
+  return async (file) => {
+    const { profile } = await session.post("Profiler.stop");
+    writeFileSync(file, JSON.stringify(profile));
+    session.disconnect();
   };
 }
 

@@ -24,10 +24,10 @@ import type { WorkerResult } from "./sync-worker.ts";
 
 const SIZES = (process.env.SYNC_SIZES ?? "1000,10000,50000").split(",").map(Number);
 const RUNS = (process.env.SYNC_RUNS ?? "3,5,3").split(",").map(Number);
-const ALL = ["plain", "reflector", "reflector-pruned", "appclient", "client-node"];
+const ALL = ["plain", "reflector", "reflector-prune", "reflector-pruned", "appclient", "client-node"];
 const MAIN_SIZE = 10_000;
 const MAIN_VARIANTS = (process.env.SYNC_VARIANTS_MAIN ?? ALL.join(",")).split(",");
-const OTHER_VARIANTS = (process.env.SYNC_VARIANTS_OTHER ?? "reflector,appclient,client-node").split(",");
+const OTHER_VARIANTS = (process.env.SYNC_VARIANTS_OTHER ?? "reflector,reflector-prune,appclient,client-node").split(",");
 /** Above this many objects, appclient runs skip waiting for every Revision lookup (it takes minutes at 50k). */
 const SETTLE_MAX = Number(process.env.SYNC_SETTLE_MAX ?? 10_000);
 

@@ -5,6 +5,7 @@
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { KubeClient } from "../src/kube/client.ts";
 import { createLogger } from "../src/log.ts";
 import { AppK8sClient, AppNotFoundError, AppsForbiddenError, KnativeNotInstalledError } from "../src/flyte/app-client.ts";
@@ -12,6 +13,7 @@ import type { App, WatchResponse } from "../src/flyte/model.ts";
 import { KServiceName } from "../src/flyte/naming.ts";
 import type { Subscription } from "../src/flyte/subscriptions.ts";
 import { startSandbox } from "../src/sandbox/mod.ts";
+import type { KubeObject } from "../src/watch/types.ts";
 import { waitFor } from "./helpers/run.ts";
 import { ksvc } from "./helpers/service.ts";
 import { startScripted, status } from "./helpers/scripted.ts";
@@ -329,6 +331,52 @@ describe("AppK8sClient", () => {
       assert.ok(lines.some((l) => l.includes("subscriber channel full, dropping update for app: app-")));
     } finally {
       await apps.stopWatching();
+      await sb.close();
+    }
+  });
+
+  test("byte-level prune of list pages and watch lines (the default) changes no App: the same snapshot and events as without pruning", async () => {
+    const sb = await startSandbox({ bookmarkIntervalMs: 0 });
+    const fixture = JSON.parse(readFileSync(new URL("./fixtures/flyte/ready-kservice.json", import.meta.url), "utf8")) as KubeObject;
+    for (let i = 0; i < 11; i++) {
+      const o = structuredClone(fixture);
+      o.metadata = { name: `${fixture.metadata.name}-${i}`, namespace: "flyte", labels: o.metadata.labels, annotations: o.metadata.annotations };
+      o.metadata.annotations = { ...o.metadata.annotations, "flyte.org/app-id": `proj/dev/myapp-${i}`, note: `"spec": ] } ${i}` };
+      o.spec = { template: { spec: { containers: [{ image: `app:v${i}`, env: [{ name: "X", value: "]}\"" }] }] } }, traffic: [{ percent: 100 }] };
+      sb.sandbox.create("services", o);
+    }
+    for (const n of ["a", "b", "c", "d"]) sb.sandbox.create("services", ksvc("proj", "dev", n));
+    const make = (prune: boolean) =>
+      new AppK8sClient({
+        client: new KubeClient({ server: sb.url }),
+        namespace: "flyte",
+        config: { baseDomain: "localhost", scheme: "http", ingressAppsPort: 30081, watchBufferSize: 100 },
+        watch: { initialList: "paginated", pageSize: 4, idleTimeoutMs: 2_000, backoff: { initialMs: 5, maxMs: 50 }, ...(prune ? {} : { prune: [] }) },
+      });
+    const pruned = make(true);
+    const full = make(false);
+    try {
+      await Promise.all([pruned.startWatching(), full.startWatching()]);
+      const a = pruned.subscribe("", { snapshot: true });
+      const b = full.subscribe("", { snapshot: true });
+      assert.equal(a.snapshotSize, 15);
+      assert.equal(b.snapshotSize, 15);
+      const ca = collect(a);
+      const cb = collect(b);
+      await waitFor(() => ca.got.length === 15 && cb.got.length === 15, "both snapshots");
+      assert.deepEqual(ca.got, cb.got);
+      // Live: a status change, a spec change (no App change), a new app, a delete.
+      const name = `${fixture.metadata.name}-3`;
+      sb.sandbox.updateStatus("services", "flyte", name, readyStatus(`${name}-00002`));
+      sb.sandbox.patch("services", "flyte", name, { spec: { template: { spec: { containers: [{ image: "app:v9" }] } } } });
+      sb.sandbox.create("services", ksvc("proj", "dev", "e"));
+      sb.sandbox.delete("services", "flyte", KServiceName({ project: "proj", domain: "dev", name: "a" }));
+      await waitFor(() => ca.got.length === 18 && cb.got.length === 18, "three live events each");
+      assert.deepEqual(ca.got, cb.got);
+      assert.deepEqual(ca.lines().slice(15), ["update proj/dev/myapp-3", "create proj/dev/e", "delete proj/dev/a"]);
+    } finally {
+      await pruned.stopWatching();
+      await full.stopWatching();
       await sb.close();
     }
   });

@@ -1,7 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { JsonPruner, MAX_DEPTH, type PrunePaths, pruneJson } from "../src/watch/prune.ts";
+import { EACH, JsonPruner, listPathsOf, MAX_DEPTH, type PrunePaths, pruneJson } from "../src/watch/prune.ts";
 import { ndjsonValues } from "../src/watch/ndjson.ts";
 import { seededRandom } from "../src/prng.ts";
 import { kserviceToApp } from "../src/flyte/convert.ts";
@@ -13,6 +13,7 @@ const enc = new TextEncoder();
 const dec = new TextDecoder();
 
 const WATCH_PATHS: PrunePaths = [["object", "metadata", "managedFields"], ["object", "spec"]];
+const LIST_PATHS: PrunePaths = [["items", "*", "metadata", "managedFields"], ["items", "*", "spec"]];
 
 function pruneText(text: string, paths: PrunePaths = WATCH_PATHS): string {
   return dec.decode(pruneJson(enc.encode(text), paths));
@@ -26,6 +27,13 @@ function expected(value: unknown, paths: PrunePaths): unknown {
 }
 
 function deletePath(node: unknown, path: readonly string[], d: number): void {
+  if (path[d] === EACH) {
+    // The wildcard: every element of an array (an object there is left alone).
+    if (!Array.isArray(node)) return;
+    if (d === path.length - 1) node.length = 0;
+    else for (const el of node) deletePath(el, path, d + 1);
+    return;
+  }
   if (node === null || typeof node !== "object" || Array.isArray(node)) return;
   const o = node as Record<string, unknown>;
   const key = path[d]!;
@@ -106,6 +114,110 @@ describe("JsonPruner: table cases", () => {
   test("rejects empty paths", () => {
     assert.throws(() => new JsonPruner([[]]), TypeError);
   });
+});
+
+describe("JsonPruner: the array wildcard (list pages)", () => {
+  const page = (items: string, rest = `,"metadata":{"resourceVersion":"9","continue":""}`) => `{"apiVersion":"v1","kind":"List","items":${items}${rest}}`;
+  const cases: Array<[string, string, string, PrunePaths?]> = [
+    [
+      "cuts managedFields and spec of every item, keeps the rest",
+      page(`[{"metadata":{"name":"a","managedFields":[{"m":"x"}],"uid":"1"},"spec":{"t":[1]},"status":{"s":1}},{"metadata":{"managedFields":[]},"spec":2},{"status":{}}]`),
+      page(`[{"metadata":{"name":"a","uid":"1"},"status":{"s":1}},{"metadata":{}},{"status":{}}]`),
+    ],
+    ["an empty items array", page(`[]`), page(`[]`)],
+    ["an empty items array with whitespace", page(`[ \n ]`), page(`[ \n ]`)],
+    ["elements that are not objects are kept as they are", page(`[1,"spec",null,[{"spec":1}],{"spec":1,"a":0},true]`), page(`[1,"spec",null,[{"spec":1}],{"a":0},true]`)],
+    ["items as an object: a wildcard matches array elements only", `{"items":{"*":{"spec":1},"a":{"spec":2}}}`, `{"items":{"*":{"spec":1},"a":{"spec":2}}}`],
+    ["items as a string is left alone", JSON.stringify({ items: JSON.stringify([{ spec: 1 }]), x: 1 }), JSON.stringify({ items: JSON.stringify([{ spec: 1 }]), x: 1 })],
+    ["the same names outside items are kept", `{"spec":1,"metadata":{"managedFields":2},"items":[{"spec":3,"x":{"spec":4}}],"object":{"spec":5}}`, `{"spec":1,"metadata":{"managedFields":2},"items":[{"x":{"spec":4}}],"object":{"spec":5}}`],
+    ["duplicate keys inside items: every occurrence goes", page(`[{"spec":1,"a":2,"spec":3},{"spec":4}]`), page(`[{"a":2},{}]`)],
+    [
+      "strings with brackets, quotes and escapes inside items",
+      JSON.stringify({ items: [{ a: "]}[{\\\"", spec: { b: "\\]\"}", c: "[[" }, c: "spec" }, { spec: "\\" }, { spec: ["]", "\"]"] }] }),
+      JSON.stringify({ items: [{ a: "]}[{\\\"", c: "spec" }, {}, {}] }),
+    ],
+    ["a \\u escape of a bracket inside a removed string", String.raw`{"items":[{"spec":"\u005d\"]","a":1}]}`, `{"items":[{"a":1}]}`],
+    ["an escaped items key matches by its value", String.raw`{"it\u0065ms":[{"sp\u0065c":1,"a":2}]}`, String.raw`{"it\u0065ms":[{"a":2}]}`],
+    ["whitespace everywhere", ` { "items" : [ { "spec" : 1 , "a" : 2 } , { "a" : 3 , "spec" : [ ] } ] } `, ` { "items" : [ {  "a" : 2 } , { "a" : 3  } ] } `],
+    ["[\"items\", \"*\"] empties the array", `{"items":[1,{"a":2},[3],"x"],"b":1}`, `{"items":[],"b":1}`, [["items", "*"]]],
+    ["[\"items\", \"*\"] with whitespace", `{"items":[ 1 , 2 ]}`, `{"items":[   ]}`, [["items", "*"]]],
+    ["removing every element wins over a path inside them", `{"items":[{"spec":1}],"b":1}`, `{"items":[],"b":1}`, [["items", "*", "spec"], ["items", "*"]]],
+    ["nested wildcards", `{"a":[[{"x":1,"y":2}],[{"x":3}],[],5]}`, `{"a":[[{"y":2}],[{}],[],5]}`, [["a", "*", "*", "x"]]],
+    ["a wildcard at the root of an array document", `[{"spec":1,"a":2},{"spec":3}]`, `[{"a":2},{}]`, [["*", "spec"]]],
+    ["a wildcard and a plain path together: the walk goes on to the end", `{"kind":"List","items":[{"spec":1}],"metadata":{"x":1},"items2":2}`, `{"items":[{}],"metadata":{"x":1},"items2":2}`, [["kind"], ["items", "*", "spec"]]],
+    ["a key and a wildcard at the same level", `{"items":[{"spec":1}],"x":{"items":1}}`, `{"items":[{}],"x":{}}`, [["items", "*", "spec"], ["x", "items"]]],
+    ["deep nesting inside removed values", page(`[{"spec":${"[".repeat(200)}${"]".repeat(200)},"k":1}]`), page(`[{"k":1}]`)],
+    ["no match: same bytes back", page(`[{"metadata":{"name":"a"}},{"status":{}}]`), page(`[{"metadata":{"name":"a"}},{"status":{}}]`)],
+  ];
+  for (const [name, input, output, paths] of cases) {
+    test(name, () => {
+      const p = paths ?? LIST_PATHS;
+      const got = pruneText(input, p);
+      assert.equal(got, output);
+      assert.deepEqual(JSON.parse(got), expected(JSON.parse(input), p));
+    });
+  }
+
+  test("listPathsOf: watch-event paths (object.X) become list-page paths (items.*.X); others are dropped", () => {
+    assert.deepEqual(listPathsOf(WATCH_PATHS), LIST_PATHS);
+    assert.deepEqual(listPathsOf([["type"], ["object"], ["object", "status", "x"], ["other", "spec"]]), [["items", "*", "status", "x"]]);
+    assert.deepEqual(listPathsOf([]), []);
+  });
+
+  test("pruneInPlace: the kept bytes at the front, equal to prune(); untouched when nothing is removed or malformed", () => {
+    const p = new JsonPruner(LIST_PATHS);
+    for (const text of [
+      page(`[{"spec":1,"a":"${"é".repeat(50)}","metadata":{"managedFields":[{}],"n":1}},{"b":2,"spec":{}}]`),
+      page(`[{"a":1},{"spec":2}]`),
+      `{"items":[{"spec":1}]}`,
+      `{"items":[{"a":1,"spec":1}],"z":[1,2,3]}`,
+    ]) {
+      const bytes = enc.encode(text);
+      const want = dec.decode(p.prune(bytes));
+      const buf = enc.encode(text);
+      const kept = p.pruneInPlace(buf);
+      assert.equal(dec.decode(buf.subarray(0, kept)), want);
+    }
+    for (const text of [page(`[{"a":1}]`), `{"items":[{"spec":1},]}`]) {
+      const buf = enc.encode(text);
+      assert.equal(p.pruneInPlace(buf), buf.length);
+      assert.equal(dec.decode(buf), text);
+    }
+  });
+
+  test("a subarray view is pruned in place within its bounds", () => {
+    const big = enc.encode(`xx{"items":[{"spec":1,"a":2}]}yy`);
+    const view = big.subarray(2, big.length - 2);
+    const kept = new JsonPruner(LIST_PATHS).pruneInPlace(view);
+    assert.equal(dec.decode(view.subarray(0, kept)), `{"items":[{"a":2}]}`);
+    assert.equal(dec.decode(big.subarray(0, 2)), "xx");
+    assert.equal(dec.decode(big.subarray(big.length - 2)), "yy");
+  });
+
+  const bad = [
+    `{"items":[{"spec":1},]}`, // trailing comma in the array
+    `{"items":[,{"spec":1}]}`, // leading comma
+    `{"items":[{"spec":1},,{"spec":2}]}`,
+    `{"items":[{"spec":1} {"spec":2}]}`, // missing comma between elements
+    `{"items":[{"spec":1}}`, // mismatched: } closes [
+    `{"items":[{"spec":1}],}`,
+    `{"items":[{"spec":{"a":1}]}`, // the element never closes
+    `{"items":[{"spec":1}]`, // truncated
+    `{"items":[{"spec":1}]}]`, // trailing bytes
+    `{"items":[{"spec":1},{"spec":{"a":[}]}]}`, // damage inside a removed value of a later element
+    `{"items":[{"spec":1},{"a":"unterminated}]}`,
+    `{"items":[{"spec":1}],"metadata":{"continue":"x"}`, // the rest after items is still checked
+    `{"items":[{"spec":1}],"metadata":{"continue" "x"}}`,
+    `{"items":[{"spec":1}, x]}`, // bare text as an element
+    `{"items":[{"spec":1}, ]}`,
+  ];
+  for (const text of bad) {
+    test(`malformed page is returned unchanged: ${JSON.stringify(text)}`, () => {
+      const bytes = enc.encode(text);
+      assert.equal(pruneJson(bytes, LIST_PATHS), bytes);
+      assert.equal(pruneJson(bytes, [["items", "*"]]), bytes);
+    });
+  }
 });
 
 describe("JsonPruner: malformed input is returned unchanged", () => {
@@ -268,6 +380,92 @@ describe("JsonPruner: property test", () => {
   });
 });
 
+/** An array of mostly objects (list items), now and then a scalar or a nested array, with list-ish keys. */
+function randomItems(rnd: () => number, depth: number): unknown[] {
+  const a: unknown[] = [];
+  const n = depth > 5 ? 0 : Math.floor(rnd() * 6);
+  for (let i = 0; i < n; i++) {
+    const r = rnd();
+    if (r < 0.1) a.push(randomValue(rnd, depth + 3));
+    else if (r < 0.2) a.push(randomItems(rnd, depth + 1));
+    else {
+      const o: Record<string, unknown> = randomObject(rnd, depth + 2);
+      if (rnd() < 0.7) o.metadata = { ...randomObject(rnd, depth + 2), ...(rnd() < 0.7 ? { managedFields: randomItems(rnd, depth + 2) } : {}) };
+      if (rnd() < 0.7) o.spec = rnd() < 0.5 ? randomObject(rnd, depth + 2) : randomValue(rnd, depth + 2);
+      if (rnd() < 0.3) o.items = randomItems(rnd, depth + 2);
+      a.push(o);
+    }
+  }
+  return a;
+}
+
+describe("JsonPruner: property test, list pages (array wildcard)", () => {
+  const pathSets: PrunePaths[] = [
+    LIST_PATHS,
+    [["items", "*", "spec"]],
+    [["items", "*"]],
+    [["items", "*", "items", "*", "spec"], ["metadata"]],
+    [["items", "*", "metadata"], ["items", "*", "metadata", "managedFields"], ["kind"]],
+    [["*", "spec"], ["items", "*", "a"]],
+  ];
+
+  test("JSON.parse(prune(x)) equals JSON.parse(x) with the paths deleted (every element), for 4,000 random pages", () => {
+    const rnd = seededRandom(0x11575);
+    let removedSomething = 0;
+    const p = pathSets.map((ps) => new JsonPruner(ps));
+    for (let i = 0; i < 4000; i++) {
+      const doc: unknown = rnd() < 0.1
+        ? randomItems(rnd, 0)
+        : { apiVersion: "v1", kind: "List", ...(rnd() < 0.3 ? randomObject(rnd, 3) : {}), items: rnd() < 0.9 ? randomItems(rnd, 0) : randomValue(rnd, 3), metadata: { resourceVersion: "1", continue: randomString(rnd) } };
+      const text = serialize(doc, rnd);
+      const k = i % pathSets.length;
+      const bytes = enc.encode(text);
+      const out = p[k]!.prune(bytes);
+      if (out !== bytes) removedSomething++;
+      let got: unknown;
+      try {
+        got = JSON.parse(dec.decode(out));
+      } catch (err) {
+        assert.fail(`page ${i}: pruned output does not parse (${(err as Error).message}):\n${text}\n→ ${dec.decode(out)}`);
+      }
+      assert.deepEqual(got, expected(JSON.parse(text), pathSets[k]!), `page ${i}:\n${text}\n→ ${dec.decode(out)}`);
+      // In place: the same result.
+      const buf = enc.encode(text);
+      assert.equal(dec.decode(buf.subarray(0, p[k]!.pruneInPlace(buf))), dec.decode(out));
+    }
+    assert.ok(removedSomething > 1500, `only ${removedSomething} pages had something removed`);
+  });
+
+  test("structural damage to a page (truncation, a dropped quote or bracket) never turns an invalid page into a valid one", () => {
+    const rnd = seededRandom(4242);
+    const p = new JsonPruner(LIST_PATHS);
+    const all = new JsonPruner([["items", "*"]]);
+    let checked = 0;
+    for (let i = 0; i < 3000; i++) {
+      const doc = { kind: "List", items: randomItems(rnd, 0), metadata: { continue: "" } };
+      const text = serialize(doc, rnd);
+      const structural: number[] = [];
+      for (let j = 0; j < text.length; j++) if ("\"{}[]".includes(text[j]!)) structural.push(j);
+      const kind = i % 3;
+      const at = structural[Math.floor(rnd() * structural.length)]!;
+      const damaged = kind === 0 ? text.slice(0, Math.floor(rnd() * text.length)) : text.slice(0, at) + text.slice(at + 1);
+      try {
+        JSON.parse(damaged);
+        continue; // still valid (rare)
+      } catch {
+        // expected
+      }
+      checked++;
+      const bytes = enc.encode(damaged);
+      for (const pr of [p, all]) {
+        const out = pr.prune(bytes);
+        assert.throws(() => JSON.parse(dec.decode(out)), SyntaxError, `damaged page ${i} became valid:\n${damaged}\n→ ${dec.decode(out)}`);
+      }
+    }
+    assert.ok(checked > 2000, `only ${checked} damaged pages`);
+  });
+});
+
 // ------------------------------------------------------------------ realistic data
 
 describe("pruning realistic KService watch events", () => {
@@ -315,6 +513,22 @@ describe("pruning realistic KService watch events", () => {
       if ("app" in a) converted++;
     }
     assert.ok(converted >= 3, `only ${converted} objects converted to apps`);
+  });
+
+  test("a list page of bench KServices: exactly every item's managedFields and spec are gone, the rest is identical", () => {
+    const items = lines.map((l) => (JSON.parse(l) as { object: KubeObject }).object);
+    const text = JSON.stringify({ apiVersion: "serving.knative.dev/v1", kind: "ServiceList", metadata: { resourceVersion: "77", continue: "abc" }, items });
+    const buf = enc.encode(text);
+    const kept = new JsonPruner(listPathsOf(WATCH_PATHS)).pruneInPlace(buf);
+    assert.ok(kept < buf.length * 0.7, `kept ${kept} of ${buf.length} bytes`);
+    const page = JSON.parse(dec.decode(buf.subarray(0, kept))) as { items: KubeObject[] };
+    assert.deepEqual(page, expected(JSON.parse(text), LIST_PATHS));
+    assert.equal(page.items.length, items.length);
+    for (const o of page.items) {
+      assert.equal(o.spec, undefined);
+      assert.equal(o.metadata.managedFields, undefined);
+      assert.ok(o.status);
+    }
   });
 
   test("ndjsonValues with prune: same events, minus the paths, across odd chunk boundaries", async () => {

@@ -9,6 +9,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KubeClient } from "../src/kube/client.ts";
+import { createLogger } from "../src/log.ts";
 import { createCredentials } from "../src/kube/credentials.ts";
 import { Reflector, type ReflectorOptions } from "../src/watch/reflector.ts";
 import { createWatcher } from "../src/watch/group.ts";
@@ -540,3 +541,129 @@ function key(id: unknown): unknown {
   if (id && typeof id === "object" && Symbol.toPrimitive in (id as object)) return Number(id);
   return id;
 }
+
+describe("byte-level prune on paginated list pages", () => {
+  /** A KService with managedFields, a spec and a status full of the bytes a scanner must get right. */
+  function rich(i: number): KubeObject {
+    const o = ksvc(`app-${String(i).padStart(2, "0")}`, { image: `app:v${i}` });
+    o.metadata.annotations = { note: `quote " brace } bracket ] backslash \\ é☕ ${i}`, "spec": "not the spec" };
+    o.metadata.managedFields = [
+      { manager: "kubectl", operation: "Update", fieldsV1: { "f:spec": { "f:template": { ".": {}, "f:x": {} } }, "f:metadata": { "f:labels": { "f:a]": {} } } } },
+      { manager: "controller", subresource: "status", fieldsV1: { "f:status": {} } },
+    ];
+    (o.spec as Record<string, unknown>).traffic = [{ percent: 100, latestRevision: true, tag: "}]\"" }];
+    o.status = { observedGeneration: i, conditions: [{ type: "Ready", status: "True", message: `ok ] } " ${i}` }], spec: { kept: true } };
+    return o;
+  }
+
+  function withoutCut(o: KubeObject): KubeObject {
+    const c = structuredClone(o);
+    delete c.spec;
+    delete c.metadata.managedFields;
+    return c;
+  }
+
+  const PRUNE = [["object", "metadata", "managedFields"], ["object", "spec"]];
+
+  for (const drip of [false, true]) {
+    test(`a pruned paginated list yields the objects without managedFields and spec, identical otherwise${drip ? " (list bodies dripped in small chunks, no Content-Length)" : ""}; watch events too`, async () => {
+      const e = await env();
+      for (let i = 0; i < 23; i++) e.sandbox.create("services", rich(i));
+      if (drip) e.sandbox.faults.add({ verb: "list", times: Infinity, action: { type: "drip", chunkBytes: 333, delayMs: 0 } });
+      const full = reflectorFor(e, { pageSize: 5 });
+      const pruned = reflectorFor(e, { pageSize: 5, prune: PRUNE });
+      const runs = [start(full), start(pruned)];
+      try {
+        for (const run of runs) await run.waitFor(() => full.synced && pruned.synced && e.sandbox.activeWatches() === 2, "both synced and watching");
+        assert.ok(listRequests(e.sandbox).filter((x) => x.query.continue).length >= 8, "several pages each");
+        assert.equal(pruned.store.size, 23);
+        const f = full.snapshot().items;
+        const p = pruned.snapshot().items;
+        assert.ok(f.every((o) => o.spec !== undefined), "the unpruned reflector keeps spec (the sandbox itself drops managedFields)");
+        assert.deepEqual(p, f.map(withoutCut));
+        assert.equal(pruned.metrics.listPages, full.metrics.listPages);
+        // A watch event after the sync: pruned by the same option.
+        e.sandbox.patch("services", "flyte", "app-03", { metadata: { labels: { extra: "x" } } });
+        for (const run of runs) await run.waitFor(() => full.store.get("flyte/app-03")?.metadata.labels?.extra === "x" && pruned.store.get("flyte/app-03")?.metadata.labels?.extra === "x", "the change");
+        assert.deepEqual(pruned.store.get("flyte/app-03"), withoutCut(full.store.get("flyte/app-03")!));
+      } finally {
+        for (const run of runs) await run.stop();
+        await e.close();
+      }
+    });
+  }
+
+  test("managedFields too (a scripted list server: the sandbox drops managedFields): 4 pages, odd chunks, with and without Content-Length", async () => {
+    const objects = Array.from({ length: 17 }, (_, i) => {
+      const o = rich(i);
+      o.metadata.resourceVersion = String(100 + i);
+      o.metadata.uid = `uid-${i}`;
+      return o;
+    });
+    const enc = new TextEncoder();
+    const client = (contentLength: boolean) => ({
+      request: (req: Parameters<KubeClient["request"]>[0]) => {
+        if (req.query?.watch !== undefined) {
+          // A watch that stays open and quiet until aborted.
+          return Promise.resolve(new Response(new ReadableStream({ start(c) { req.signal?.addEventListener("abort", () => c.error(req.signal!.reason)); } })));
+        }
+        const from = Number(req.query?.continue ?? 0);
+        const limit = Number(req.query?.limit ?? objects.length);
+        const next = from + limit < objects.length ? String(from + limit) : "";
+        const body = enc.encode(JSON.stringify({ apiVersion: "serving.knative.dev/v1", kind: "ServiceList", metadata: { resourceVersion: "500", continue: next }, items: objects.slice(from, from + limit) }));
+        let at = 0;
+        const stream = new ReadableStream<Uint8Array>({
+          pull(c) {
+            if (at >= body.length) return c.close();
+            const n = 1 + ((at * 7919) % 997);
+            c.enqueue(body.slice(at, at + n));
+            at += n;
+          },
+        });
+        return Promise.resolve(new Response(stream, { headers: contentLength ? { "content-length": String(body.length) } : {} }));
+      },
+    }) as unknown as KubeClient;
+    for (const contentLength of [true, false]) {
+      const e = { url: "http://unused" } as Env;
+      const full = reflectorFor(e, { pageSize: 5 }, client(contentLength));
+      const pruned = reflectorFor(e, { pageSize: 5, prune: PRUNE }, client(contentLength));
+      const runs = [start(full), start(pruned)];
+      try {
+        for (const run of runs) await run.waitFor(() => full.synced && pruned.synced, "both synced");
+        const f = full.snapshot().items;
+        assert.equal(f.length, 17);
+        assert.ok(f.every((o) => o.spec !== undefined && o.metadata.managedFields !== undefined));
+        assert.deepEqual(pruned.snapshot().items, f.map(withoutCut));
+        assert.equal(pruned.metrics.listPages, 4);
+        assert.equal(pruned.metrics.bytes, full.metrics.bytes, "the bytes read are counted before pruning");
+      } finally {
+        for (const run of runs) await run.stop();
+      }
+    }
+  });
+
+  test("a malformed list page is still reported by JSON.parse (pruning passes it through), and the reflector retries", async () => {
+    const e = await env();
+    e.sandbox.create("services", rich(1));
+    const real = new KubeClient({ server: e.url });
+    const bad = `{"kind":"List","metadata":{"resourceVersion":"1"},"items":[{"spec":1,"metadata":{"name":"x"}},]}`;
+    let served = 0;
+    const errors: string[] = [];
+    const client = {
+      request: (req: Parameters<KubeClient["request"]>[0]) => {
+        if (req.query?.watch === undefined && served++ === 0) return Promise.resolve(new Response(bad, { headers: { "content-length": String(bad.length) } }));
+        return real.request(req);
+      },
+    } as unknown as KubeClient;
+    const r = reflectorFor(e, { prune: PRUNE, logger: createLogger({ level: "debug", sink: (line) => errors.push(line) }) }, client);
+    const run = start(r);
+    try {
+      await run.waitFor(() => r.synced, "synced after the retry");
+      assert.deepEqual(r.snapshot().items, [withoutCut(e.sandbox.list("services", "flyte")[0]!)]);
+      assert.ok(errors.some((m) => /JSON/.test(m)), `the parse error was reported: ${errors.join(" | ")}`);
+    } finally {
+      await run.stop();
+      await e.close();
+    }
+  });
+});

@@ -95,6 +95,9 @@ interface Known {
  * are never read, so they are dropped as each object arrives, before it enters the store.
  */
 function slimKService<T extends KubeObject>(obj: T): T {
+  // The reflector's byte-level `prune` (below) already cut both from watch lines and list pages:
+  // nothing to rebuild. The rebuild stays for what pruning passes through (a caller's own `prune`).
+  if (obj.spec === undefined && obj.metadata.managedFields === undefined) return obj;
   // Rebuilt rather than `delete`d: V8 turns an object a property was deleted from into a
   // slower, larger dictionary-mode object.
   const { managedFields: _managedFields, ...metadata } = obj.metadata;
@@ -242,7 +245,8 @@ export class AppK8sClient {
     signal?.addEventListener("abort", () => stop.abort(), { once: true });
     const parse = this.#watchOptions?.parse;
     this.#watcher = createWatcher<KubeObject>({
-      prune: [["object", "metadata", "managedFields"], ["object", "spec"]], // never read: cut before JSON.parse (B1)
+      // Never read: cut before JSON.parse from watch lines and (as items.*.…) list pages (B1, B2).
+      prune: [["object", "metadata", "managedFields"], ["object", "spec"]],
       ...this.#watchOptions,
       parse: parse ? (obj) => slimKService(parse(obj)) : slimKService,
       client: this.#client,

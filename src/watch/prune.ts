@@ -1,9 +1,18 @@
 /**
- * Byte-level pruning of one JSON document (one NDJSON watch line): removes the
- * values at given key paths — with their keys and one adjacent comma — before
- * the bytes are decoded to text, so `JSON.parse` never sees what the consumer
- * never reads (for Flyte apps: a KService's `metadata.managedFields` and
- * `spec`, about half of each watch event).
+ * Byte-level pruning of one JSON document (one NDJSON watch line, or one page
+ * of a paginated list): removes the values at given key paths — with their
+ * keys and one adjacent comma — before the bytes are decoded to text, so
+ * `JSON.parse` never sees what the consumer never reads (for Flyte apps: a
+ * KService's `metadata.managedFields` and `spec`, about half of each watch
+ * event and of each list page).
+ *
+ * Paths: each element is an object key, or {@link EACH} (`"*"`), which stands
+ * for every element of an array: `["object", "spec"]` cuts a watch event's
+ * object's `spec`; `["items", "*", "spec"]` cuts the `spec` of every item of a
+ * list page; `["items", "*"]` would empty the array. A `"*"` only ever matches
+ * array elements (an object at that position is kept as it is), so a literal
+ * object key `"*"` cannot be named. {@link listPathsOf} turns watch-event
+ * paths (`object.X`) into list-page paths (`items.*.X`).
  *
  * How it works: the walker descends, key by key, only into the objects named
  * by the paths (the "shallow" levels); every other value is skipped as a whole
@@ -16,10 +25,12 @@
  * - a key matches by its decoded value (`"sp\u0065c"` is `spec`), only at its
  *   exact path; keys that merely contain the name, and the same name at other
  *   depths, are kept;
- * - the walk stops as soon as every path has been removed once; the rest of
- *   the line is kept unread (and checked by `JSON.parse`). So a duplicate key
- *   after that point (RFC 8259 advises against them; the API server never
- *   writes them) stays; duplicates met before it are removed too;
+ * - without wildcards, the walk stops as soon as every path has been removed
+ *   once; the rest of the line is kept unread (and checked by `JSON.parse`).
+ *   So a duplicate key after that point (RFC 8259 advises against them; the
+ *   API server never writes them) stays; duplicates met before it are removed
+ *   too. With a {@link EACH} path the walk always reads the whole document
+ *   (every element has to be visited), and every duplicate is removed;
  * - whenever the walked structure is not valid JSON (a missing `:` or `,`, an
  *   unterminated string, unbalanced or mismatched brackets, trailing bytes,
  *   nesting deeper than {@link MAX_DEPTH}), the input is returned unchanged, so
@@ -35,8 +46,24 @@
  * @module
  */
 
-/** Key paths to remove, e.g. `[["object", "metadata", "managedFields"], ["object", "spec"]]`. */
+/**
+ * Key paths to remove, e.g. `[["object", "metadata", "managedFields"], ["object", "spec"]]`
+ * (a watch event) or `[["items", "*", "metadata", "managedFields"], ["items", "*", "spec"]]`
+ * (a list page: {@link EACH} is every element of the array).
+ */
 export type PrunePaths = readonly (readonly string[])[];
+
+/** The array wildcard of a {@link PrunePaths} path: every element of the array at that position. */
+export const EACH = "*";
+
+/**
+ * The list-page form of watch-event paths: `["object", …rest]` becomes
+ * `["items", "*", …rest]` (a watch event's `object` is a list's item). Paths
+ * that do not start with `object` have no list counterpart and are dropped.
+ */
+export function listPathsOf(watchPaths: PrunePaths): PrunePaths {
+  return watchPaths.filter((p) => p.length > 1 && p[0] === "object").map((p) => ["items", EACH, ...p.slice(1)]);
+}
 
 /** Brackets nested deeper than this inside a skipped value: the line is left as it is. */
 export const MAX_DEPTH = 512;
@@ -54,34 +81,54 @@ const TAB = 9;
 const LF = 10;
 const CR = 13;
 
-/** One object level of the compiled paths: its keys (as UTF-8 bytes) and what to do with each value. */
+/**
+ * One level of the compiled paths: what to do with a value at this position.
+ * When it is an object: its keys (as UTF-8 bytes) and what to do with each
+ * key's value; when it is an array: what to do with every element (`each`).
+ */
 interface Level {
   names: string[];
   keys: Uint8Array[];
-  /** `null`: remove the value; a Level: walk into it (when it is an object). */
+  /** `null`: remove the value; a Level: walk into it (when it is an object or an array). */
   next: (Level | null)[];
-  /** For removed values: the path's number (0 … paths − 1), else -1. */
+  /** For removed values: the path's number (0 … paths − 1), -1 below a wildcard (removed many times). */
   leaf: number[];
+  /** Array elements ({@link EACH}): `undefined` none, `null` remove every element, a Level walk into each. */
+  each: Level | null | undefined;
+}
+
+function newLevel(): Level {
+  return { names: [], keys: [], next: [], leaf: [], each: undefined };
 }
 
 function compile(paths: PrunePaths): Level {
   const encoder = new TextEncoder();
-  const root: Level = { names: [], keys: [], next: [], leaf: [] };
+  const root = newLevel();
   for (const path of paths) {
     if (path.length === 0) throw new TypeError("prune: a path needs at least one key");
     let level = root;
     for (let d = 0; d < path.length; d++) {
       const name = path[d]!;
       if (typeof name !== "string") throw new TypeError(`prune: path keys must be strings, got ${JSON.stringify(path)}`);
+      const last = d === path.length - 1;
+      if (name === EACH) {
+        if (last) {
+          level.each = null; // removing every element wins over removing something inside them
+          break;
+        }
+        if (level.each === null) break; // every element is removed already
+        level = level.each ??= newLevel();
+        continue;
+      }
       let i = level.names.indexOf(name);
       if (i < 0) {
         i = level.names.length;
         level.names.push(name);
         level.keys.push(encoder.encode(name));
-        level.next.push(d === path.length - 1 ? null : { names: [], keys: [], next: [], leaf: [] });
+        level.next.push(last ? null : newLevel());
         level.leaf.push(-1);
       }
-      if (d === path.length - 1) {
+      if (last) {
         level.next[i] = null; // removing a value wins over removing something inside it
         break;
       }
@@ -93,14 +140,22 @@ function compile(paths: PrunePaths): Level {
   return root;
 }
 
-/** Numbers the removed values (paths made redundant by a removed ancestor drop out); returns how many. */
-function numberLeaves(level: Level, count = 0): number {
+/**
+ * Numbers the removed values that occur once per document (paths made
+ * redundant by a removed ancestor drop out; those below a wildcard keep -1);
+ * returns how many, and whether any path goes through a wildcard.
+ */
+function numberLeaves(level: Level, state = { count: 0, wildcard: false }, below = false): { count: number; wildcard: boolean } {
+  if (level.each !== undefined) {
+    state.wildcard = true;
+    if (level.each !== null) numberLeaves(level.each, state, true);
+  }
   for (let i = 0; i < level.next.length; i++) {
     const next = level.next[i];
-    if (next === null) level.leaf[i] = count++;
-    else if (next !== undefined) count = numberLeaves(next, count);
+    if (next === null) level.leaf[i] = below ? -1 : state.count++;
+    else if (next !== undefined) numberLeaves(next, state, below);
   }
-  return count;
+  return state;
 }
 
 /** Returned inside the walker when the structure is not valid JSON: the line is left as it is. */
@@ -116,11 +171,14 @@ const DONE = -2;
  * ```ts
  * const pruner = new JsonPruner([["object", "metadata", "managedFields"], ["object", "spec"]]);
  * const smaller = pruner.prune(lineBytes); // the same Uint8Array when nothing was removed
+ * const pages = new JsonPruner([["items", "*", "metadata", "managedFields"], ["items", "*", "spec"]]);
+ * const kept = pages.pruneInPlace(pageBytes); // pageBytes.subarray(0, kept) is the pruned page
  * ```
  */
 export class JsonPruner {
   readonly paths: PrunePaths;
   readonly #root: Level;
+  /** Removals to find before the walk may stop: the once-per-document leaves, + 1 with a wildcard (never stops). */
   readonly #leaves: number;
   /** Which paths were removed from the current line, and how many are still to find. */
   readonly #found: Uint8Array;
@@ -134,8 +192,9 @@ export class JsonPruner {
   constructor(paths: PrunePaths) {
     this.paths = paths.map((p) => [...p]);
     this.#root = compile(paths);
-    this.#leaves = numberLeaves(this.#root);
-    this.#found = new Uint8Array(this.#leaves);
+    const { count, wildcard } = numberLeaves(this.#root);
+    this.#leaves = count + (wildcard ? 1 : 0);
+    this.#found = new Uint8Array(count);
   }
 
   /**
@@ -163,16 +222,42 @@ export class JsonPruner {
     return decoder.decode(this.#scratch.subarray(0, kept));
   }
 
+  /**
+   * Prunes `buf` in place (the kept bytes are moved to its front); returns how
+   * many bytes are kept: `buf.subarray(0, kept)` is the pruned document
+   * (`buf.length`: nothing removed, or malformed — `buf` is unchanged). No
+   * allocation: for a buffer the caller owns, e.g. a list page read into one array.
+   */
+  pruneInPlace(buf: Uint8Array): number {
+    const kept = this.#walk(buf);
+    if (kept === buf.length) return kept;
+    const r = this.#ranges;
+    let from = r[1]!;
+    let at = r[0]!;
+    for (let k = 2; k < r.length; k += 2) {
+      const start = r[k]!;
+      buf.copyWithin(at, from, start);
+      at += start - from;
+      from = r[k + 1]!;
+    }
+    buf.copyWithin(at, from);
+    this.#ranges.length = 0;
+    return kept;
+  }
+
   /** Walks the line, filling #ranges; returns the number of bytes kept (line.length: nothing to do). */
   #walk(b: Uint8Array): number {
     this.#ranges.length = 0;
     backslashIn = undefined; // the same array may hold a different line than last time
     const n = b.length;
     let i = ws(b, 0);
-    if (i >= n || b[i] !== LBRACE) return n;
+    if (i >= n) return n;
+    const root = this.#root;
+    const first = b[i];
+    if (first !== LBRACE && !(first === LBRACKET && root.each !== undefined)) return n;
     this.#found.fill(0);
     this.#remaining = this.#leaves;
-    const end = this.#object(b, i, this.#root);
+    const end = first === LBRACE ? this.#object(b, i, root) : this.#array(b, i, root);
     if (end === MALFORMED || (end !== DONE && ws(b, end) !== n) || this.#ranges.length === 0) {
       this.#ranges.length = 0;
       return n;
@@ -206,7 +291,7 @@ export class JsonPruner {
    * advises against and the API server never writes) would stay.
    */
   #removed(leaf: number): boolean {
-    if (this.#found[leaf] === 0) {
+    if (leaf >= 0 && this.#found[leaf] === 0) {
       this.#found[leaf] = 1;
       this.#remaining--;
     }
@@ -235,7 +320,7 @@ export class JsonPruner {
       if (b[i] !== COLON) return MALFORMED;
       i = ws(b, i + 1);
       const next = match < 0 ? undefined : level.next[match];
-      const valueEnd = next && b[i] === LBRACE ? this.#object(b, i, next) : this.#skipValue(b, i);
+      const valueEnd = next ? this.#value(b, i, next) : this.#skipValue(b, i);
       if (valueEnd < 0) return valueEnd; // MALFORMED, or DONE deeper down
       const remove = next === null;
       i = ws(b, valueEnd);
@@ -258,6 +343,44 @@ export class JsonPruner {
         // The last member: remove it with the comma after the last kept member (if any).
         this.#remove(lastKeptComma >= 0 ? lastKeptComma : keyStart, valueEnd);
         return this.#removed(level.leaf[match]!) ? DONE : i + 1;
+      }
+      return MALFORMED;
+    }
+  }
+
+  /** Walks (object, array) or skips the value at `b[i]` along `level`; returns the index after it. */
+  #value(b: Uint8Array, i: number, level: Level): number {
+    const c = b[i];
+    if (c === LBRACE && level.keys.length > 0) return this.#object(b, i, level);
+    if (c === LBRACKET && level.each !== undefined) return this.#array(b, i, level);
+    return this.#skipValue(b, i);
+  }
+
+  /**
+   * Walks the array at `b[i] === "["`, every element along `level.each`
+   * (`null`: every element is removed, each with the comma after it, the last
+   * one alone: the array becomes empty); returns the index after its `]`.
+   */
+  #array(b: Uint8Array, i: number, level: Level): number {
+    i = ws(b, i + 1);
+    if (b[i] === RBRACKET) return i + 1;
+    const each = level.each!;
+    for (;;) {
+      const start = i;
+      const valueEnd = each === null ? this.#skipValue(b, i) : this.#value(b, i, each);
+      if (valueEnd < 0) return valueEnd; // MALFORMED (DONE never happens below a wildcard)
+      i = ws(b, valueEnd);
+      const c = b[i];
+      if (c === COMMA) {
+        const comma = i;
+        i = ws(b, i + 1);
+        if (b[i] === RBRACKET) return MALFORMED; // no trailing comma
+        if (each === null) this.#remove(start, comma + 1);
+        continue;
+      }
+      if (c === RBRACKET) {
+        if (each === null) this.#remove(start, valueEnd);
+        return i + 1;
       }
       return MALFORMED;
     }
@@ -294,13 +417,14 @@ export class JsonPruner {
     const c = b[i];
     if (c === QUOTE) return skipString(b, i);
     if (c === LBRACE || c === LBRACKET) return skipContainer(b, i, this.#stack);
-    // A scalar (number, true, false, null): up to the next delimiter. JSON.parse checks it if kept.
+    // A scalar (number, true, false, null): up to the next delimiter, made of bytes a scalar may
+    // hold (`x`, a lost quote's text, is rejected). Its exact grammar is checked by JSON.parse if kept.
     const n = b.length;
     let j = i;
     while (j < n) {
       const x = b[j]!;
       if (x === COMMA || x === RBRACE || x === RBRACKET || x === SPACE || x === LF || x === CR || x === TAB) break;
-      if (x === QUOTE || x === LBRACE || x === LBRACKET || x === COLON) return MALFORMED;
+      if (CLASS[x] !== 0 || x === COLON) return MALFORMED; // only digits, +-.eE and the letters of true/false/null
       j++;
     }
     return j === i ? MALFORMED : j;

@@ -17,7 +17,7 @@ import * as v from "valibot";
 import { Backoff, type BackoffOptions, sleep } from "./backoff.ts";
 import { type ReconnectCause, newReflectorMetrics, type ReflectorMetrics } from "./metrics.ts";
 import { DEFAULT_MAX_LINE_BYTES, NdjsonError, ndjsonValues } from "./ndjson.ts";
-import { JsonPruner, type PrunePaths } from "./prune.ts";
+import { JsonPruner, listPathsOf, type PrunePaths } from "./prune.ts";
 import { ObjectStore, type StoreSnapshot } from "./store.ts";
 import {
   collectionPath,
@@ -73,11 +73,14 @@ export interface ReflectorOptions<T extends KubeObject> {
   /** Consecutive watch errors (non-410) after which the reflector relists (W9). Default 3. */
   maxWatchErrorsBeforeRelist?: number;
   /**
-   * Opt-in: key paths cut out of every watch line at the byte level, before it
-   * is decoded and parsed (see `prune.ts`), e.g.
+   * Opt-in: key paths cut out at the byte level, before the bytes are decoded
+   * and parsed (see `prune.ts`), e.g.
    * `[["object", "metadata", "managedFields"], ["object", "spec"]]` when the
-   * consumer never reads them. Objects from watch events then lack those
-   * fields; paginated list pages are not pruned (use `parse` for those).
+   * consumer never reads them. Given in watch-event form (`object.…`); they
+   * apply to every watch line (streaming lists included) and, as
+   * `["items", "*", …]` ({@link listPathsOf}), to every paginated list page,
+   * so every object the reflector stores or yields lacks those fields. Paths
+   * outside `object` apply to watch lines only.
    */
   prune?: PrunePaths;
   /** Validates / transforms each object (e.g. strips managedFields). Throw to reject the object. */
@@ -126,6 +129,8 @@ export class Reflector<T extends KubeObject = KubeObject> {
   };
   readonly #log: Logger;
   readonly #pruner: JsonPruner | undefined;
+  /** {@link ReflectorOptions.prune} in list-page form (`items.*.…`), for paginated list pages. */
+  readonly #listPruner: JsonPruner | undefined;
   readonly #backoff: Backoff;
   readonly #path: string;
   #streaming: boolean;
@@ -160,6 +165,8 @@ export class Reflector<T extends KubeObject = KubeObject> {
     });
     this.#backoff = new Backoff(options.backoff, this.#o.random);
     this.#pruner = options.prune && options.prune.length > 0 ? new JsonPruner(options.prune) : undefined;
+    const listPaths = options.prune ? listPathsOf(options.prune) : [];
+    this.#listPruner = listPaths.length > 0 ? new JsonPruner(listPaths) : undefined;
     this.#path = collectionPath(options.resource, options.namespace);
     this.#streaming = this.#o.initialList !== "paginated";
   }
@@ -415,38 +422,61 @@ export class Reflector<T extends KubeObject = KubeObject> {
         if (err.isExpired && query.continue) throw new ContinueExpiredError(err);
         throw err;
       }
-      const reader = (res.body ?? new Response("").body!).getReader();
-      const chunks: Uint8Array[] = [];
-      let length = 0;
-      // Cancel the reader on abort too: not every runtime ends a pending body read when the request aborts.
-      const onAbort = () => reader.cancel(conn.signal.reason).catch(() => {});
-      conn.signal.addEventListener("abort", onAbort, { once: true });
-      try {
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (conn.signal.aborted) throw conn.translate(conn.signal.reason);
-          if (done) break;
-          conn.touch();
-          chunks.push(value);
-          length += value.length;
-          this.metrics.bytes += value.length;
-        }
-      } finally {
-        conn.signal.removeEventListener("abort", onAbort);
-        reader.releaseLock();
-      }
-      const all = new Uint8Array(length);
-      let at = 0;
-      for (const c of chunks) {
-        all.set(c, at);
-        at += c.length;
-      }
-      return JSON.parse(new TextDecoder().decode(all));
+      const all = await this.#readBody(res, conn);
+      // The page as one array we own: pruned in place (items.*.… paths), then only the kept bytes are decoded.
+      const kept = this.#listPruner ? this.#listPruner.pruneInPlace(all) : all.length;
+      return JSON.parse(new TextDecoder().decode(kept === all.length ? all : all.subarray(0, kept)));
     } catch (err) {
       throw conn.translate(err);
     } finally {
       conn.dispose();
     }
+  }
+
+  /**
+   * The whole body as one Uint8Array. With a Content-Length the chunks are read
+   * straight into one array of that size (no chunk list, no second copy); else
+   * (or if the body turns out longer) collected and joined.
+   */
+  async #readBody(res: Response, conn: Connection): Promise<Uint8Array> {
+    const reader = (res.body ?? new Response("").body!).getReader();
+    const declared = Number(res.headers.get("content-length") ?? NaN);
+    let buf = Number.isSafeInteger(declared) && declared > 0 && declared <= 1 << 30 ? new Uint8Array(declared) : undefined;
+    const chunks: Uint8Array[] = [];
+    let length = 0;
+    // Cancel the reader on abort too: not every runtime ends a pending body read when the request aborts.
+    const onAbort = () => reader.cancel(conn.signal.reason).catch(() => {});
+    conn.signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (conn.signal.aborted) throw conn.translate(conn.signal.reason);
+        if (done) break;
+        conn.touch();
+        this.metrics.bytes += value.length;
+        if (buf && length + value.length <= buf.length) buf.set(value, length);
+        else {
+          if (buf) {
+            chunks.push(buf.subarray(0, length)); // longer than declared: fall back to collecting
+            buf = undefined;
+          }
+          chunks.push(value);
+        }
+        length += value.length;
+      }
+    } finally {
+      conn.signal.removeEventListener("abort", onAbort);
+      reader.releaseLock();
+    }
+    if (buf) return length === buf.length ? buf : buf.subarray(0, length);
+    if (chunks.length === 1) return chunks[0]!.slice(); // a copy: pruning writes into it
+    const all = new Uint8Array(length);
+    let at = 0;
+    for (const c of chunks) {
+      all.set(c, at);
+      at += c.length;
+    }
+    return all;
   }
 
   /**
