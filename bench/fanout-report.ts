@@ -56,7 +56,7 @@ export function writeB3(dir: string): void {
       `A separate load process (\`bench/fanout-load.ts\`, Node + \`ws\`, no compression) opens the WebSocket subscribers: ${any.mix.all} all-apps, every 20th per project+domain (21 project/domain pairs), the rest per app (round-robin over the apps), all with \`snapshot=false\`. ` +
       `Per step the API server writes ${int(any.rate)} status changes/s for ${any.seconds} s round-robin over the apps (every app changes once a second), each stamped with its write time in the Ready condition message (\`bench t=<ms> s=<seq>\`, read in the API-server process at the store write). ` +
       "The load process reads the stamp from each frame's bytes (no JSON.parse) and records receive − write (ms clock, same machine) for every delivered event; after the drive it waits until every subscriber has what the writes per app say it should (count check; up to 15 s, stopping after 3 s without progress). Subscribers stay open between steps; stepping stops after the first step with p99 > 100 ms or loss. " +
-      "Server CPU: /proc/self/stat of the server over drive + drain. Idle RSS per subscriber: (RSS with N idle subscribers − RSS with 0) / N, each after a full GC, measured before any load.",
+      "Server CPU: /proc/self/stat of the server over drive + drain. Idle RSS per subscriber: (RSS with N idle subscribers − RSS with 0) / N, each after a full GC, measured before any load; the JS heap used and external memory per subscriber are the same deltas of `process.memoryUsage()`.",
     "",
   );
   L.push("**Machine and runtimes**", "");
@@ -82,11 +82,19 @@ export function writeB3(dir: string): void {
   L.push("");
 
   L.push("### Idle memory", "");
-  L.push("| runtime | subscribers | server RSS (MiB) | Δ vs 0 subscribers (MiB) | per subscriber (KiB) | open time (ms) |", "|---|---:|---:|---:|---:|---:|");
+  L.push(
+    "| runtime | subscribers | server RSS (MiB) | Δ vs 0 subscribers (MiB) | per subscriber (KiB) | … of it JS heap used (KiB) | … external (KiB) | open time (ms) |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|",
+  );
+  const memKib = (v: number | undefined) => (v === undefined ? "–" : kib(v));
   for (const rt of rts) {
     const r = res[rt];
-    L.push(`| ${TITLE[rt]} | 0 | ${mib(r.rss0Bytes)} | – | – | – |`);
-    for (const s of r.idle) L.push(`| ${TITLE[rt]} | ${int(s.subscribers)} | ${mib(s.rssBytes)} | ${mib(s.rssBytes - r.rss0Bytes)} | ${kib(s.perSubscriberBytes)} | ${int(s.openMs)} |`);
+    L.push(`| ${TITLE[rt]} | 0 | ${mib(r.rss0Bytes)} | – | – | – | – | – |`);
+    for (const s of r.idle) {
+      L.push(
+        `| ${TITLE[rt]} | ${int(s.subscribers)} | ${mib(s.rssBytes)} | ${mib(s.rssBytes - r.rss0Bytes)} | ${kib(s.perSubscriberBytes)} | ${memKib(s.memPerSubscriber?.heapUsed)} | ${memKib(s.memPerSubscriber?.external)} | ${int(s.openMs)} |`,
+      );
+    }
   }
   L.push("");
 

@@ -102,6 +102,13 @@ function rssBytes(): number {
   return Number(statm[1]) * 4096;
 }
 
+type Mem = { heapUsed: number; heapTotal: number; external: number; arrayBuffers: number };
+/** The JS heap and the engine's external memory (`process.memoryUsage()`; Bun: JavaScriptCore's numbers). */
+function memBreakdown(): Mem {
+  const m = process.memoryUsage();
+  return { heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external ?? 0, arrayBuffers: m.arrayBuffers ?? 0 };
+}
+
 /** A full GC, by whatever this runtime offers; false when none is available. */
 async function fullGc(): Promise<boolean> {
   let gcFn: (() => void) | undefined = typeof g.gc === "function" ? () => g.gc() : g.Bun?.gc ? () => g.Bun.gc(true) : undefined;
@@ -261,10 +268,11 @@ const pct = (xs: number[], p: number) => {
 const load = child("bench/fanout-load.ts");
 const gcAvailable = await fullGc();
 const rss0 = rssBytes();
+const mem0 = memBreakdown();
 let open = 0;
 
 // 1. Idle memory.
-const idle: { subscribers: number; rssBytes: number; perSubscriberBytes: number; openMs: number }[] = [];
+const idle: { subscribers: number; rssBytes: number; perSubscriberBytes: number; openMs: number; mem: Mem; memPerSubscriber: Mem }[] = [];
 for (const n of IDLE_STEPS) {
   const opened = (await load.send({ open: { url: wsUrl, subs: subscribers(open, n, ready.apps) } })).opened as { n: number; ms: number; failed: number };
   open = opened.n;
@@ -272,8 +280,13 @@ for (const n of IDLE_STEPS) {
   await new Promise((r) => setTimeout(r, 500));
   await fullGc();
   const rss = rssBytes();
-  idle.push({ subscribers: open, rssBytes: rss, perSubscriberBytes: (rss - rss0) / open, openMs: opened.ms });
-  console.error(`  idle ${open} subscribers: RSS ${(rss / 2 ** 20).toFixed(1)} MiB (+${((rss - rss0) / 2 ** 20).toFixed(1)}), ${((rss - rss0) / open / 1024).toFixed(1)} KiB/subscriber`);
+  const mem = memBreakdown();
+  const memPerSubscriber = { heapUsed: (mem.heapUsed - mem0.heapUsed) / open, heapTotal: (mem.heapTotal - mem0.heapTotal) / open, external: (mem.external - mem0.external) / open, arrayBuffers: (mem.arrayBuffers - mem0.arrayBuffers) / open };
+  idle.push({ subscribers: open, rssBytes: rss, perSubscriberBytes: (rss - rss0) / open, openMs: opened.ms, mem, memPerSubscriber });
+  console.error(
+    `  idle ${open} subscribers: RSS ${(rss / 2 ** 20).toFixed(1)} MiB (+${((rss - rss0) / 2 ** 20).toFixed(1)}), ${((rss - rss0) / open / 1024).toFixed(1)} KiB/subscriber; ` +
+      `per subscriber: JS heap used ${(memPerSubscriber.heapUsed / 1024).toFixed(1)} KiB (heap total ${(memPerSubscriber.heapTotal / 1024).toFixed(1)}), external ${(memPerSubscriber.external / 1024).toFixed(1)} KiB, array buffers ${(memPerSubscriber.arrayBuffers / 1024).toFixed(1)} KiB`,
+  );
 }
 await load.send({ close: { keep: Math.min(STEPS[0] ?? 0, open) } });
 open = Math.min(STEPS[0] ?? 0, open);
@@ -369,6 +382,7 @@ const result = {
   mix: { all: ALL_SUBS, project: "every 20th (5 %)", app: "the rest" },
   gcAvailable,
   rss0Bytes: rss0,
+  mem0,
   idle,
   steps,
   knee: knee ?? null,

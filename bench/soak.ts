@@ -44,6 +44,10 @@ interface Sample {
   cycles: number;
   rss: number;
   heap?: number;
+  /** process.memoryUsage() after the GC: V8/JSC heap reserved, external (ArrayBuffers and other off-heap memory the engine knows of). */
+  heapTotal?: number;
+  external?: number;
+  arrayBuffers?: number;
   fds: number;
   sockets: number;
   handles?: Record<string, number>;
@@ -105,12 +109,16 @@ async function main(): Promise<void> {
       const m = metrics();
       const fds = openFds();
       const stats = await ctl("/ctl/stats", "GET");
+      const mu = process.memoryUsage();
       const s: Sample = {
         phase,
         t: (performance.now() - t0) / 1000,
         cycles,
         rss: procMemory().rss,
         heap: heapUsed(),
+        heapTotal: mu.heapTotal,
+        external: mu.external,
+        ...(mu.arrayBuffers !== undefined ? { arrayBuffers: mu.arrayBuffers } : {}),
         fds: fds.total,
         sockets: fds.sockets,
         handles: activeResources(),
@@ -124,7 +132,7 @@ async function main(): Promise<void> {
       };
       samples.push(s);
       console.error(
-        `[${runtime}] ${phase} t=${s.t.toFixed(0)}s cycles=${cycles} rss=${mib(s.rss)}MiB heap=${s.heap ? mib(s.heap) : "?"}MiB ` +
+        `[${runtime}] ${phase} t=${s.t.toFixed(0)}s cycles=${cycles} rss=${mib(s.rss)}MiB heap=${s.heap ? mib(s.heap) : "?"}MiB heapTotal=${mib(s.heapTotal ?? 0)}MiB external=${mib(s.external ?? 0)}MiB ` +
           `fds=${s.fds} sockets=${s.sockets} handles=${JSON.stringify(s.handles ?? {})} timers=${s.timers.timeouts}+${s.timers.intervals} apps=${apps} journal=${s.journal} relists=${s.relists} serverWatches=${s.serverWatches}`,
       );
     };
@@ -182,7 +190,7 @@ async function main(): Promise<void> {
       summary: {
         cyclesRss: { first: cyc[0]?.rss, last: cyc.at(-1)?.rss, min: Math.min(...cyc.map((s) => s.rss)), max: Math.max(...cyc.map((s) => s.rss)) },
         steadyRss: { first: steady[0]?.rss, last: steady.at(-1)?.rss, min: Math.min(...steady.map((s) => s.rss)), max: Math.max(...steady.map((s) => s.rss)) },
-        quiet: samples.filter((s) => s.phase !== "cycles" && s.phase !== "steady").map((s) => ({ phase: s.phase, rss: s.rss, heap: s.heap, fds: s.fds, sockets: s.sockets, handles: s.handles, timers: s.timers })),
+        quiet: samples.filter((s) => s.phase !== "cycles" && s.phase !== "steady").map((s) => ({ phase: s.phase, rss: s.rss, heap: s.heap, heapTotal: s.heapTotal, external: s.external, fds: s.fds, sockets: s.sockets, handles: s.handles, timers: s.timers })),
         sockets: [...new Set(samples.map((s) => s.sockets))],
         fds: [...new Set(samples.map((s) => s.fds))],
         handles: [...new Set(samples.map((s) => JSON.stringify(s.handles ?? null)))],

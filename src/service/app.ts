@@ -17,6 +17,7 @@ import { type Frame, pongFrame } from "./frames.ts";
 import { type BuildInfo, ServiceMetrics } from "./metrics.ts";
 import { ClientMessageSchema, GetAppParamsSchema, issuesOf, ListQuerySchema, parseQuery, type WatchQuery, WatchQuerySchema } from "./schemas.ts";
 import { type FrameSink, pumpStream, type StreamOptions } from "./stream.ts";
+import { startPing } from "./ticker.ts";
 import * as v from "valibot";
 
 /** WebSocket close codes appwatch uses (RFC 6455 §7.4). */
@@ -258,7 +259,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     let opened = false;
     const upgrade = options.upgradeWebSocket((_c) => {
       const abort = new AbortController();
-      let ping: ReturnType<typeof setInterval> | undefined;
+      let stopPing: (() => void) | undefined;
       let raw: unknown;
       let closedByServer = false;
       let gone = false;
@@ -279,7 +280,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
           metrics.wsConnections++;
           shutdownHook = (code, reason) => closeWith(ws, code, reason);
           open.add(shutdownHook);
-          ping = startPing(raw, limits.pingMs);
+          stopPing = startPing(raw, limits.pingMs);
           const sink = wsSink(ws);
           pumpStream(client, request, sink, streamOptions, abort.signal, metrics, log).then((end) => {
             if (end.reason === "lagging") closeWith(ws, CLOSE.tryAgainLater, "slow consumer: resubscribe with a snapshot");
@@ -311,7 +312,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
           gone = true;
           if (!closedByServer) metrics.closed((evt as CloseEvent).code ?? 1005);
           abort.abort();
-          if (ping) clearInterval(ping);
+          stopPing?.();
           if (shutdownHook) open.delete(shutdownHook);
           if (opened) metrics.wsConnections--;
           release(addr);
@@ -422,20 +423,4 @@ function wsSink(ws: WSContext): FrameSink {
       return typeof raw?.bufferedAmount === "number" ? raw.bufferedAmount : 0;
     },
   };
-}
-
-/** Node's `ws` sends no pings by itself: ping, and end a peer that missed the last one. */
-function startPing(raw: unknown, everyMs: number): ReturnType<typeof setInterval> | undefined {
-  // deno-lint-ignore no-explicit-any
-  const r = raw as any;
-  if (typeof r?.ping !== "function" || typeof r?.on !== "function" || typeof r?.terminate !== "function") return undefined;
-  let alive = true;
-  r.on("pong", () => (alive = true));
-  return setInterval(() => {
-    if (!alive) return r.terminate();
-    alive = false;
-    try {
-      r.ping();
-    } catch { /* closing */ }
-  }, everyMs);
 }

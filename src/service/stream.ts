@@ -13,6 +13,7 @@ import { sleep } from "../watch/backoff.ts";
 import type { Logger } from "../log.ts";
 import { errorFrame, eventFrame, type Frame, heartbeatFrame, startFrame, syncedFrame } from "./frames.ts";
 import type { ServiceMetrics } from "./metrics.ts";
+import { sharedTicker } from "./ticker.ts";
 
 /** Where frames go: a WebSocket or an SSE response. */
 export interface FrameSink {
@@ -81,9 +82,10 @@ export async function pumpStream(
     sub.close();
     return false;
   };
-  const heartbeat = setInterval(() => {
-    if (sink.bufferedAmount() <= options.highWaterMark) write(heartbeatFrame(sub.resumeToken(client.token())));
-  }, options.heartbeatMs);
+  // One process-wide timer for every stream's heartbeat (see ticker.ts), not an interval per stream.
+  const stopHeartbeat = sharedTicker(options.heartbeatMs).add(() => {
+    if (!sub.closed && sink.bufferedAmount() <= options.highWaterMark) write(heartbeatFrame(sub.resumeToken(client.token())));
+  });
 
   try {
     if (!write(startFrame(sub.start, sub.snapshotSize))) return end;
@@ -108,7 +110,7 @@ export async function pumpStream(
       throw err;
     }
   } finally {
-    clearInterval(heartbeat);
+    stopHeartbeat();
     signal.removeEventListener("abort", onAbort);
     sub.close();
     metrics.subscriberClosed(request.targetKind, sub);

@@ -1,0 +1,177 @@
+/**
+ * One process-wide timer per period for the per-connection periodic work
+ * (WebSocket protocol pings on Node, SSE/WebSocket heartbeat frames) instead
+ * of one `setInterval` per connection.
+ *
+ * A {@link Ticker} spreads its callbacks over `slots` groups (each new callback
+ * goes to the least-filled group) and its single interval runs one group every
+ * `periodMs / slots` (slots of ≥ 250 ms, at most 64): every callback still runs
+ * once per `periodMs`, but a tick for 5,000 connections touches only ~1/slots of
+ * them (≈ 80 at the default 15 s heartbeat), so one tick doesn't hold the thread
+ * for long (measured with `bench/fanout-tick.ts`: all 5,000 heartbeats in one
+ * tick took 66–132 ms; 500 per tick 8–33 ms). The interval exists only while the ticker has callbacks
+ * (so nothing keeps running after the last connection closes) and is unref'd
+ * where the runtime allows it (open connections keep the process alive anyway).
+ * @module
+ */
+
+/** Slot length the ticker aims for: periods shorter than `slots × MIN_SLOT_MS` get fewer slots. */
+const MIN_SLOT_MS = 250;
+/** Most slots per ticker (the default 15 s heartbeat gets 60, the default 30 s ping 64). */
+const MAX_SLOTS = 64;
+
+/** Statistics of a {@link Ticker}, for tests and benchmarks. */
+export interface TickerStats {
+  /** Callbacks registered now. */
+  callbacks: number;
+  /** Whether the interval is running (only while there are callbacks). */
+  running: boolean;
+  /** Slot ticks run so far. */
+  ticks: number;
+  /** Longest single slot tick (ms). */
+  maxTickMs: number;
+  /** Most callbacks run in a single slot tick. */
+  maxTickCallbacks: number;
+  /** Callbacks that threw (logged nowhere; the ticker keeps going). */
+  errors: number;
+}
+
+/** Runs registered callbacks every `periodMs` from one shared interval. */
+export class Ticker {
+  readonly periodMs: number;
+  readonly slots: number;
+  readonly #groups: Set<() => void>[];
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #next = 0; // the slot the next tick runs
+  #size = 0;
+  #ticks = 0;
+  #maxTickMs = 0;
+  #maxTickCallbacks = 0;
+  #errors = 0;
+
+  constructor(periodMs: number, slots?: number) {
+    if (!(periodMs > 0)) throw new RangeError(`ticker period must be > 0 ms, got ${periodMs}`);
+    this.periodMs = periodMs;
+    this.slots = Math.max(1, Math.min(MAX_SLOTS, slots ?? Math.floor(periodMs / MIN_SLOT_MS)));
+    this.#groups = Array.from({ length: this.slots }, () => new Set<() => void>());
+  }
+
+  /**
+   * Runs `fn` once per period (the first time within one period) until the
+   * returned function is called. Registering the same function twice is one
+   * registration.
+   */
+  add(fn: () => void): () => void {
+    if (this.#groups.some((g) => g.has(fn))) return () => this.#remove(fn);
+    let group = this.#groups[0]!;
+    for (const g of this.#groups) if (g.size < group.size) group = g;
+    group.add(fn);
+    this.#size++;
+    if (this.#timer === undefined) this.#start();
+    return () => this.#remove(fn);
+  }
+
+  /** Statistics (see {@link TickerStats}). */
+  stats(): TickerStats {
+    return {
+      callbacks: this.#size,
+      running: this.#timer !== undefined,
+      ticks: this.#ticks,
+      maxTickMs: this.#maxTickMs,
+      maxTickCallbacks: this.#maxTickCallbacks,
+      errors: this.#errors,
+    };
+  }
+
+  #remove(fn: () => void): void {
+    for (const g of this.#groups) {
+      if (g.delete(fn)) {
+        this.#size--;
+        break;
+      }
+    }
+    if (this.#size === 0) this.#stop();
+  }
+
+  #start(): void {
+    const timer = setInterval(() => this.tick(), this.periodMs / this.slots);
+    this.#timer = timer;
+    // Node and Bun: Timeout#unref(); Deno: numeric ids and Deno.unrefTimer.
+    if (typeof timer === "object" && timer !== null && typeof (timer as { unref?: () => void }).unref === "function") {
+      (timer as { unref: () => void }).unref();
+    } else {
+      // deno-lint-ignore no-explicit-any
+      const unrefTimer = (globalThis as any).Deno?.unrefTimer;
+      if (typeof unrefTimer === "function") unrefTimer(timer);
+    }
+  }
+
+  #stop(): void {
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** Runs the next slot's callbacks now (what the interval does every `periodMs / slots`; public for tests). */
+  tick(): void {
+    const group = this.#groups[this.#next]!;
+    this.#next = (this.#next + 1) % this.slots;
+    if (group.size === 0) return;
+    const t0 = performance.now();
+    let n = 0;
+    // A callback may unregister itself (or others) while this runs: Set iteration copes with deletes.
+    for (const fn of group) {
+      n++;
+      try {
+        fn();
+      } catch {
+        this.#errors++;
+      }
+    }
+    this.#ticks++;
+    const ms = performance.now() - t0;
+    if (ms > this.#maxTickMs) this.#maxTickMs = ms;
+    if (n > this.#maxTickCallbacks) this.#maxTickCallbacks = n;
+  }
+}
+
+const shared = new Map<number, Ticker>();
+
+/** The process-wide ticker for `periodMs` (one per distinct period). */
+export function sharedTicker(periodMs: number): Ticker {
+  let t = shared.get(periodMs);
+  if (!t) {
+    t = new Ticker(periodMs);
+    shared.set(periodMs, t);
+  }
+  return t;
+}
+
+/** Every process-wide ticker (for tests and benchmarks: none should be running once all connections are closed). */
+export function sharedTickers(): Ticker[] {
+  return [...shared.values()];
+}
+
+/**
+ * Protocol pings for Node's `ws` (it sends none by itself): ping each period and
+ * end a peer that did not answer the previous ping. Returns the function that
+ * stops pinging, or undefined when `raw` is not a `ws` socket (Deno and Bun ping
+ * by themselves).
+ */
+export function startPing(raw: unknown, everyMs: number, ticker: Ticker = sharedTicker(everyMs)): (() => void) | undefined {
+  // deno-lint-ignore no-explicit-any
+  const r = raw as any;
+  if (typeof r?.ping !== "function" || typeof r?.on !== "function" || typeof r?.terminate !== "function") return undefined;
+  let alive = true;
+  r.on("pong", () => (alive = true));
+  const stop = ticker.add(() => {
+    if (!alive) {
+      stop();
+      return r.terminate();
+    }
+    alive = false;
+    try {
+      r.ping();
+    } catch { /* closing */ }
+  });
+  return stop;
+}
