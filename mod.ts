@@ -124,6 +124,21 @@ export { type ListeningServer, type ListenOptions, loadAdapter, type ServerAdapt
 export { type Frame, type FrameKind } from "./src/service/frames.ts";
 export { type BuildInfo, ServiceMetrics } from "./src/service/metrics.ts";
 
+// Flyte's AppService (Connect, gRPC-Web; gRPC over HTTP/2 via `listenGrpc`): the descriptors, to build
+// clients with `@connectrpc/connect`, and the handlers, to serve it from your own server.
+export {
+  AppSchema,
+  AppService,
+  GetRequestSchema,
+  GetResponseSchema,
+  ListRequestSchema as ListRequestMessage,
+  ListResponseSchema,
+  WatchRequestSchema as WatchRequestMessage,
+  WatchResponseSchema,
+} from "./src/flyte/proto/app_service_pb.ts";
+export { type AppServiceHandlers, createAppServiceHandlers, mountConnect } from "./src/service/connect.ts";
+export { listenGrpc } from "./src/service/adapters/grpc.ts";
+
 // The sandbox API server (tests, demos)
 export {
   type FaultRule,

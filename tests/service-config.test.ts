@@ -43,6 +43,7 @@ function problems(fn: () => unknown): string[] {
 /** Every setting with a non-default value, as file YAML, env and flags. */
 const ALL: AppwatchSettings = {
   port: 9001,
+  grpcPort: 9091,
   host: "127.0.0.1",
   namespaces: ["flyte", "team-a"],
   sandbox: true,
@@ -68,6 +69,7 @@ const ALL: AppwatchSettings = {
 
 const ALL_YAML = `# appwatch.yaml
 port: 9001
+grpcPort: 9091
 host: 127.0.0.1
 namespaces: [flyte, team-a]
 sandbox: true
@@ -95,6 +97,7 @@ demoIntervalMs: 250
 
 const ALL_ENV: Record<string, string> = {
   APPWATCH_PORT: "9001",
+  APPWATCH_GRPC_PORT: "9091",
   APPWATCH_HOST: "127.0.0.1",
   APPWATCH_NAMESPACE: "flyte, team-a",
   APPWATCH_SANDBOX: "true",
@@ -119,7 +122,7 @@ const ALL_ENV: Record<string, string> = {
 };
 
 const ALL_FLAGS = [
-  "--port", "9001", "--host", "127.0.0.1", "-n", "flyte", "--namespace", "team-a", "--sandbox", "--sandbox-port", "8443",
+  "--port", "9001", "--grpc-port", "9091", "--host", "127.0.0.1", "-n", "flyte", "--namespace", "team-a", "--sandbox", "--sandbox-port", "8443",
   "--log-level", "debug", "--kubeconfig", "/etc/kube/config", "--context", "prod", "--base-domain", "apps.example.com",
   "--scheme", "http", "--ingress-apps-port", "30081", "--watch-buffer-size", "7", "--slow-consumer", "disconnect",
   "--auth-tokens-file", "/secrets/tokens", "--allowed-origin", "https://board.example.com", "--allowed-origin", "http://localhost:5173",

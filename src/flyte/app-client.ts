@@ -34,6 +34,7 @@ export type SubscribeTarget =
   | string
   | { org?: string; project: string; domain: string; name: string }
   | { org?: string; project: string; domain: string; name?: undefined }
+  | { org?: string; project: string; domain?: undefined; name?: undefined }
   | { org: string; project?: undefined; domain?: undefined; name?: undefined };
 
 /** Options for {@link AppK8sClient}. */

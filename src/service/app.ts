@@ -16,6 +16,7 @@ import { type BearerAuth, createBearerAuth } from "./auth.ts";
 import { type Frame, pongFrame } from "./frames.ts";
 import { type BuildInfo, ServiceMetrics } from "./metrics.ts";
 import { ClientMessageSchema, GetAppParamsSchema, issuesOf, ListQuerySchema, parseQuery, type WatchQuery, WatchQuerySchema } from "./schemas.ts";
+import { APP_SERVICE_METHODS, APP_SERVICE_PATH, type AppServiceHandlers, createAppServiceHandlers, mountConnect } from "./connect.ts";
 import { type FrameSink, pumpStream, type StreamOptions } from "./stream.ts";
 import { startPing } from "./ticker.ts";
 import * as v from "valibot";
@@ -67,6 +68,8 @@ export interface AppwatchApp {
   /** The Hono app: `app.fetch` serves every route; mount it with `route()`. */
   app: Hono;
   metrics: ServiceMetrics;
+  /** Flyte's AppService, for transports beyond this Hono app (the gRPC listener). */
+  appService: AppServiceHandlers;
   /** Ends every open stream (WebSocket close with `code`, SSE end) and refuses new ones. */
   closeStreams(code?: number, reason?: string): void;
 }
@@ -98,6 +101,8 @@ function errorResponse(c: Context, status: number, code: ErrorCode, message: str
 function routeOf(path: string): string {
   if (path === "/v1/watch" || path === "/v1/apps" || path === "/healthz" || path === "/readyz" || path === "/metrics") return path;
   if (path.startsWith("/v1/apps/")) return "/v1/apps/:project/:domain/:name";
+  const rpc = path.startsWith("/internal/") ? path.slice("/internal".length) : path;
+  if (rpc.startsWith(`${APP_SERVICE_PATH}/`) && APP_SERVICE_METHODS.includes(rpc.slice(APP_SERVICE_PATH.length + 1))) return rpc;
   return "other";
 }
 
@@ -172,6 +177,19 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     await next();
   };
   app.use("/v1/*", guard);
+
+  // Flyte's AppService over Connect / gRPC-Web (its own Origin and auth checks, answered as Connect errors).
+  const appService = createAppServiceHandlers({
+    client,
+    metrics,
+    log,
+    ...(auth ? { auth } : {}),
+    ...(origins ? { origins } : {}),
+    acquire,
+    release,
+    maxMessageBytes: limits.maxMessageBytes,
+  });
+  mountConnect(app, appService, metrics, options.clientAddress);
 
   app.get("/healthz", (c) => c.json({ status: "ok" }));
 
@@ -396,9 +414,11 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
   return {
     app,
     metrics,
+    appService,
     closeStreams(code: number = CLOSE.goingAway, reason = "server shutting down") {
       closing = true;
       for (const close of [...open]) close(code, reason);
+      appService.close(reason);
     },
   };
 }

@@ -99,6 +99,7 @@ const Token = v.pipe(
 
 const VALUES = {
   port: port(),
+  grpcPort: port(),
   host: nonEmpty,
   namespaces: Namespaces,
   sandbox: v.boolean("must be true or false"),
@@ -134,6 +135,7 @@ export type SettingKey = Exclude<FileKey, "authTokensFile">;
 /** The fully resolved settings, validated once more as a whole. */
 const SettingsSchema = v.strictObject({
   port: VALUES.port,
+  grpcPort: v.optional(VALUES.grpcPort),
   host: VALUES.host,
   namespaces: VALUES.namespaces,
   sandbox: VALUES.sandbox,
@@ -219,6 +221,7 @@ const S_SANDBOX = "Sandbox";
 export const OPTIONS: readonly OptionSpec[] = [
   { key: "host", kind: "string", flag: "host", arg: "<addr>", env: "APPWATCH_HOST", shown: "0.0.0.0 (all IPv4 interfaces)", help: "address to listen on; 127.0.0.1 for this machine only, :: for IPv6", section: S_SERVER },
   { key: "port", kind: "int", flag: "port", arg: "<port>", env: "APPWATCH_PORT", shown: "8080", help: "port to listen on (0: any free port)", section: S_SERVER },
+  { key: "grpcPort", kind: "int", flag: "grpc-port", arg: "<port>", env: "APPWATCH_GRPC_PORT", shown: "off", help: "also serve Flyte's AppService over gRPC (HTTP/2 cleartext) on this port (0: any free port)", section: S_SERVER },
   { key: "logLevel", kind: "string", flag: "log-level", arg: "<level>", env: "APPWATCH_LOG_LEVEL", shown: "info", help: "debug | info | warn | error (logs are JSON lines on stderr)", section: S_SERVER },
   { key: "shutdownTimeoutSeconds", kind: "number", flag: "shutdown-timeout", arg: "<sec>", env: "APPWATCH_SHUTDOWN_TIMEOUT", shown: "10", help: "on SIGTERM/SIGINT, how long to wait for streams to close", section: S_SERVER },
   { key: "kubeconfig", kind: "string", flag: "kubeconfig", arg: "<path>", env: "APPWATCH_KUBECONFIG", shown: "$KUBECONFIG, else ~/.kube/config, else in-cluster", help: "kubeconfig file", section: S_CLUSTER },

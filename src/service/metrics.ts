@@ -42,6 +42,8 @@ export class ServiceMetrics {
   readonly build: BuildInfo;
   wsConnections = 0;
   sseConnections = 0;
+  /** Open Connect / gRPC-Web `AppService.Watch` streams. */
+  connectStreams = 0;
   /** Frames the runtime silently discarded (Bun past its backpressure limit); each ends its stream. */
   framesDroppedByRuntime = 0;
   /** Times a stream paused because its socket was over the high-water mark. */
@@ -152,6 +154,7 @@ export class ServiceMetrics {
     e.family("appwatch_backpressure_waits_total", "counter", "Pauses of a stream because its socket buffer was over the high-water mark.", [[{}, this.backpressureWaits]]);
     e.family("appwatch_ws_connections", "gauge", "Open WebSocket connections.", [[{}, this.wsConnections]]);
     e.family("appwatch_sse_connections", "gauge", "Open Server-Sent Events streams.", [[{}, this.sseConnections]]);
+    e.family("appwatch_connect_streams", "gauge", "Open Connect / gRPC-Web AppService.Watch streams.", [[{}, this.connectStreams]]);
     e.family("appwatch_connections_rejected_total", "counter", "Stream requests refused, by reason.", [...this.rejected].map(([reason, n]) => [{ reason }, n]));
     e.family("appwatch_ws_closes_total", "counter", "WebSocket closes by code.", [...this.closes].map(([code, n]) => [{ code: String(code) }, n]));
     e.family(

@@ -28,6 +28,8 @@ export interface ServiceSettings {
   /** Port of the sandbox API server (0: any free port). */
   sandboxPort?: number;
   port: number;
+  /** Also serve AppService over gRPC (HTTP/2 cleartext) on this port (0: any free port; unset: off). */
+  grpcPort?: number;
   host: string;
   baseDomain: string;
   scheme: string;
@@ -51,6 +53,8 @@ export interface ServiceSettings {
 export interface RunningService {
   readonly url: string;
   readonly port: number;
+  /** Base URL of the gRPC (HTTP/2) listener when `grpcPort` is set. */
+  readonly grpcUrl: string | undefined;
   readonly apps: AppK8sClient;
   readonly api: AppwatchApp;
   /** URL of the sandbox API server when running on it. */
@@ -154,13 +158,20 @@ export async function startService(
       pingSeconds: settings.pingSeconds,
     });
     cleanups.push(() => server.close());
+    let grpc: ListeningServer | undefined;
+    if (settings.grpcPort !== undefined) {
+      const { listenGrpc } = await import("./adapters/grpc.ts");
+      grpc = await listenGrpc(api.appService, { port: settings.grpcPort, hostname: settings.host });
+      cleanups.push(() => grpc!.close());
+    }
     cleanups.push(async () => {
       // Give clients a moment to receive the close frame before connections are cut.
-      for (let i = 0; i < 50 && api.metrics.wsConnections + api.metrics.sseConnections > 0; i++) await new Promise((r) => setTimeout(r, 20));
+      for (let i = 0; i < 50 && api.metrics.wsConnections + api.metrics.sseConnections + api.metrics.connectStreams > 0; i++) await new Promise((r) => setTimeout(r, 20));
     });
     cleanups.push(() => api.closeStreams(CLOSE.goingAway, "server shutting down"));
     log.info("appwatch listening", {
       url: server.url,
+      ...(grpc ? { grpc: grpc.url } : {}),
       runtime: adapter.runtime,
       cluster: kube.server,
       namespaces: namespaces.includes("*") ? "*" : namespaces,
@@ -195,6 +206,7 @@ export async function startService(
     return {
       url: server.url,
       port: server.port,
+      grpcUrl: grpc?.url,
       apps,
       api,
       sandboxUrl,

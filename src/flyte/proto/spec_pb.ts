@@ -12,110 +12,18 @@
  * adds stay in unknown fields and, like every unknown field, are not printed by `toJson`.
  * @module
  */
-import { create, type DescFile, type DescMessage } from "@bufbuild/protobuf";
-import { createFileRegistry, type FileRegistry } from "@bufbuild/protobuf";
+import { createFileRegistry, type DescFile, type DescMessage, type FileRegistry } from "@bufbuild/protobuf";
 import {
   file_google_protobuf_duration,
   file_google_protobuf_struct,
   file_google_protobuf_timestamp,
   type FileDescriptorProto,
-  FileDescriptorProtoSchema,
 } from "@bufbuild/protobuf/wkt";
+import { type FieldDef, file } from "./descriptor.ts";
 
-// FieldDescriptorProto.Type / Label numbers (google/protobuf/descriptor.proto).
-const T = { uint64: 4, int32: 5, bool: 8, string: 9, message: 11, uint32: 13, enum: 14 } as const;
-const LABEL_OPTIONAL = 1;
-const LABEL_REPEATED = 3;
-
-/** `[name, number, type, flags]`; type is a scalar name, `map<string,V>` (V a scalar or `.pkg.Message`), `.pkg.Message` or `enum .pkg.Enum`. */
-type FieldDef = [name: string, no: number, type: string, opts?: { repeated?: boolean; oneof?: string }];
-interface EnumDef {
-  name: string;
-  values: string[]; // index = number
-}
-interface MsgDef {
-  name: string;
-  fields: FieldDef[];
-  enums?: EnumDef[];
-  messages?: MsgDef[];
-}
-
-/** protoc's json_name: drop underscores, upper-case the letter after each. */
-function jsonName(name: string): string {
-  return name.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase()).replace(/_/g, "");
-}
-
-function pascal(name: string): string {
-  const j = jsonName(name);
-  return j.charAt(0).toUpperCase() + j.slice(1);
-}
-
-function message(def: MsgDef, scope: string): Record<string, unknown> {
-  const typeName = `${scope}.${def.name}`;
-  const oneofs: string[] = [];
-  const nested: Record<string, unknown>[] = (def.messages ?? []).map((m) => message(m, typeName));
-  const fields = def.fields.map(([name, number, type, opts]) => {
-    const field: Record<string, unknown> = { name, number, jsonName: jsonName(name), label: LABEL_OPTIONAL };
-    if (opts?.repeated) field.label = LABEL_REPEATED;
-    if (opts?.oneof !== undefined) {
-      let i = oneofs.indexOf(opts.oneof);
-      if (i < 0) i = oneofs.push(opts.oneof) - 1;
-      field.oneofIndex = i;
-    }
-    const map = /^map<string,(.+)>$/.exec(type)?.[1];
-    if (map) {
-      const entry = `${pascal(name)}Entry`;
-      const value: Record<string, unknown> = { name: "value", number: 2, jsonName: "value", label: LABEL_OPTIONAL };
-      if (map.startsWith(".")) Object.assign(value, { type: T.message, typeName: map });
-      else Object.assign(value, { type: T[map as keyof typeof T] });
-      nested.push({
-        name: entry,
-        field: [{ name: "key", number: 1, jsonName: "key", label: LABEL_OPTIONAL, type: T.string }, value],
-        options: { mapEntry: true },
-      });
-      field.label = LABEL_REPEATED;
-      field.type = T.message;
-      field.typeName = `${typeName}.${entry}`;
-    } else if (type.startsWith("enum ")) {
-      field.type = T.enum;
-      field.typeName = type.slice(5);
-    } else if (type.startsWith(".")) {
-      field.type = T.message;
-      field.typeName = type;
-    } else {
-      const scalar = T[type as keyof typeof T];
-      if (scalar === undefined) throw new Error(`unknown scalar type ${type}`);
-      field.type = scalar;
-    }
-    return field;
-  });
-  return {
-    name: def.name,
-    field: fields,
-    nestedType: nested,
-    enumType: (def.enums ?? []).map(enumType),
-    oneofDecl: oneofs.map((name) => ({ name })),
-  };
-}
-
-function enumType(def: EnumDef): Record<string, unknown> {
-  return { name: def.name, value: def.values.map((name, number) => ({ name, number })) };
-}
-
-function file(name: string, pkg: string, deps: string[], messages: MsgDef[], enums: EnumDef[] = []): FileDescriptorProto {
-  return create(FileDescriptorProtoSchema, {
-    name,
-    package: pkg,
-    dependency: deps,
-    syntax: "proto3",
-    messageType: messages.map((m) => message(m, `.${pkg}`)),
-    enumType: enums.map(enumType),
-  } as never);
-}
-
-const CORE = "flyteidl2/core/appwatch_core.proto";
-const COMMON = "flyteidl2/common/appwatch_common.proto";
-const APP = "flyteidl2/app/appwatch_app.proto";
+export const CORE = "flyteidl2/core/appwatch_core.proto";
+export const COMMON = "flyteidl2/common/appwatch_common.proto";
+export const APP = "flyteidl2/app/appwatch_app.proto";
 const DURATION = ".google.protobuf.Duration";
 
 const C = ".flyteidl2.core";

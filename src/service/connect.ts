@@ -1,0 +1,352 @@
+/**
+ * Flyte's `flyteidl2.app.AppService` over Connect (JSON and binary protobuf) and gRPC-Web,
+ * mounted in the same Hono app at `/internal/flyteidl2.app.AppService/<Method>` (where Flyte's
+ * data plane serves it) and at `/flyteidl2.app.AppService/<Method>` (the control plane's path).
+ * Framing, codecs, errors and GET requests are `@connectrpc/connect`'s; this module only maps the
+ * three read RPCs onto {@link AppK8sClient} — List, Get, and Watch (snapshot as `createEvent`s,
+ * then live events) — and answers the write RPCs with `unimplemented` (appwatch is read-only).
+ * See docs/flyte-compatibility.md for where this differs from Flyte, and why.
+ * @module
+ */
+import { create, fromJson, type JsonValue, type Message, toJson } from "@bufbuild/protobuf";
+import {
+  Code,
+  ConnectError,
+  type ConnectRouter,
+  type ContextValues,
+  createConnectRouter,
+  createContextKey,
+  createContextValues,
+  type HandlerContext,
+  type Interceptor,
+} from "@connectrpc/connect";
+import { universalServerRequestFromFetch, universalServerResponseToFetch } from "@connectrpc/connect/protocol";
+import type { Context, Hono } from "hono";
+import * as v from "valibot";
+import { type AppK8sClient, AppNotFoundError, type SubscribeTarget } from "../flyte/app-client.ts";
+import type { App, WatchResponse } from "../flyte/model.ts";
+import {
+  AppSchema,
+  AppService,
+  GetRequestSchema,
+  GetResponseSchema,
+  ListRequestSchema,
+  ListResponseSchema,
+  WatchRequestSchema,
+  WatchResponseSchema,
+} from "../flyte/proto/app_service_pb.ts";
+import { LaggingError } from "../flyte/subscriptions.ts";
+import type { Logger } from "../log.ts";
+import type { BearerAuth } from "./auth.ts";
+import type { ServiceMetrics } from "./metrics.ts";
+
+/** The service's path, without the `/internal` prefix. */
+export const APP_SERVICE_PATH = `/${AppService.typeName}`;
+/** The RPCs `AppService` declares (any other path under the service is a 404). */
+export const APP_SERVICE_METHODS: readonly string[] = AppService.methods.map((m) => m.name);
+
+/** What the Connect routes need from the rest of the service. */
+export interface ConnectRoutesOptions {
+  client: AppK8sClient;
+  metrics: ServiceMetrics;
+  log: Logger;
+  auth?: BearerAuth;
+  origins?: Set<string>;
+  /** Takes one of the client's stream slots; false when it has none left. */
+  acquire(addr: string): boolean;
+  release(addr: string): void;
+  /** Largest request message in bytes. */
+  maxMessageBytes: number;
+}
+
+/** Controls the Connect Watch streams from outside (shutdown). */
+export interface ConnectStreams {
+  /** Ends every open Watch stream with `unavailable` and refuses new ones. */
+  close(reason: string): void;
+  /** Open Watch streams. */
+  readonly open: number;
+}
+
+const clientAddressKey = createContextKey<string>("unknown", { description: "client address" });
+
+/** Whether a request opened a Watch stream (counted in `appwatch_connect_streams` until its body is drained). */
+export interface StreamState {
+  opened: boolean;
+  /** The transport counts the stream down once its body is drained (else the handler does, when it returns). */
+  drainTracked: boolean;
+}
+const streamStateKey = createContextKey<StreamState>({ opened: false, drainTracked: false }, { description: "stream state" });
+
+/**
+ * `body`, calling `done` once the server has taken its last chunk (or the client went away):
+ * shutdown waits for open streams, and a Watch stream's end-stream frame is its last chunk.
+ */
+function untilDrained(body: ReadableStream<Uint8Array>, done: () => void): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  let finished = false;
+  const finish = () => {
+    if (!finished) {
+      finished = true;
+      done();
+    }
+  };
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { value, done: end } = await reader.read();
+        if (end) {
+          finish();
+          controller.close();
+        } else {
+          controller.enqueue(value);
+        }
+      } catch (err) {
+        finish();
+        controller.error(err);
+      }
+    },
+    cancel(reason) {
+      finish();
+      return reader.cancel(reason);
+    },
+  }, { highWaterMark: 0 });
+}
+
+// What the handlers read from requests, checked after protobuf-es has decoded them (proto3 JSON shapes).
+const NonEmpty = v.pipe(v.string(), v.minLength(1, "must not be empty"));
+const IdentifierJson = v.object({
+  org: v.optional(v.string(), ""),
+  project: v.optional(v.string(), ""),
+  domain: v.optional(v.string(), ""),
+  name: v.optional(v.string(), ""),
+});
+const AppIdJson = v.object({ org: v.optional(v.string(), ""), project: NonEmpty, domain: NonEmpty, name: NonEmpty });
+const ProjectJson = v.object({ organization: v.optional(v.string(), ""), domain: v.optional(v.string(), ""), name: NonEmpty });
+const WatchRequestJson = v.object({
+  org: v.optional(v.string()),
+  clusterId: v.optional(v.unknown()),
+  project: v.optional(v.unknown()),
+  appId: v.optional(v.unknown()),
+});
+const ListRequestJson = v.object({
+  request: v.optional(v.object({ limit: v.optional(v.number(), 0), token: v.optional(v.string(), "") })),
+  org: v.optional(v.string()),
+  clusterId: v.optional(v.unknown()),
+  project: v.optional(v.object({ organization: v.optional(v.string(), ""), domain: v.optional(v.string(), ""), name: v.optional(v.string(), "") })),
+});
+const GetRequestJson = v.object({ appId: v.optional(IdentifierJson), ingress: v.optional(v.unknown()) });
+
+/** An `invalid_argument` naming the request field at fault. */
+function invalid(field: string, issues: v.BaseIssue<unknown>[]): ConnectError {
+  const issue = issues[0];
+  const path = issue?.path?.map((p) => String(p.key)).join(".");
+  return new ConnectError(`${field}${path ? `.${path}` : ""}: ${issue?.message ?? "is not valid"}`, Code.InvalidArgument);
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+const watchMessages = new WeakMap<WatchResponse, Message>();
+
+/** Our `WatchResponse` JSON → its protobuf-es message, built once per event and shared by every Connect subscriber. */
+function watchMessage(event: WatchResponse): Message {
+  let msg = watchMessages.get(event);
+  if (msg === undefined) {
+    msg = fromJson(WatchResponseSchema, event as unknown as JsonValue, { ignoreUnknownFields: true });
+    watchMessages.set(event, msg);
+  }
+  return msg;
+}
+
+function appMessage(app: App): Message {
+  return fromJson(AppSchema, app as unknown as JsonValue, { ignoreUnknownFields: true });
+}
+
+/** The subscription target of a `WatchRequest` (Flyte: only `appId`; here also `project` and `org`). */
+export function watchTargetOf(json: unknown): { target: SubscribeTarget; kind: string } {
+  const req = v.safeParse(WatchRequestJson, json);
+  if (!req.success) throw invalid("WatchRequest", req.issues);
+  const r = req.output;
+  if (r.clusterId !== undefined) {
+    throw new ConnectError("the cluster_id watch target is not supported: appwatch serves the one cluster it runs in", Code.Unimplemented);
+  }
+  if (r.appId !== undefined) {
+    const id = v.safeParse(AppIdJson, r.appId);
+    if (!id.success) throw invalid("appId", id.issues);
+    const { org, project, domain, name } = id.output;
+    return { target: { ...(org ? { org } : {}), project, domain, name }, kind: "app" };
+  }
+  if (r.project !== undefined) {
+    const p = v.safeParse(ProjectJson, r.project);
+    if (!p.success) throw invalid("project", p.issues);
+    const { organization, domain, name } = p.output;
+    const org = organization ? { org: organization } : {};
+    return { target: domain ? { ...org, project: name, domain } : { ...org, project: name }, kind: "project" };
+  }
+  if (r.org !== undefined) {
+    if (r.org === "") throw new ConnectError("org: must not be empty", Code.InvalidArgument);
+    return { target: { org: r.org }, kind: "org" };
+  }
+  // No target: every app (Flyte sends a snapshot of all apps and then never a live event).
+  return { target: "", kind: "all" };
+}
+
+/** AppService's implementation, ready to be served by the Hono routes ({@link mountConnect}) and the gRPC listener. */
+export interface AppServiceHandlers extends ConnectStreams {
+  /** Registers AppService (with its Origin and auth checks) on a Connect router. */
+  routes(router: ConnectRouter): void;
+  /** Per-request context: the client's address (for the per-client stream limit). */
+  contextValues(clientAddress: string, drainTracked?: StreamState): ContextValues;
+}
+
+/** Builds AppService's implementation over `options.client`. */
+export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServiceHandlers {
+  const { client, metrics, log } = options;
+  const streams = new Set<AbortController>();
+  let closing: string | undefined;
+
+  // Origin allow-list, then bearer auth: the same rules as /v1/*, answered as Connect errors.
+  const guard: Interceptor = (next) => async (req) => {
+    const origin = req.header.get("origin");
+    if (options.origins && origin !== null && !options.origins.has(origin)) {
+      metrics.reject("origin");
+      throw new ConnectError(`origin ${JSON.stringify(origin)} is not allowed`, Code.PermissionDenied);
+    }
+    if (options.auth) {
+      const presented = req.header.get("authorization")?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
+      if (presented === undefined || !(await options.auth.verify(presented))) {
+        metrics.reject("auth");
+        throw new ConnectError(presented === undefined ? "a bearer token is required" : "the bearer token is not valid", Code.Unauthenticated);
+      }
+    }
+    return next(req);
+  };
+
+  const impl = {
+    async list(req: Message) {
+      const parsed = v.safeParse(ListRequestJson, toJson(ListRequestSchema, req));
+      if (!parsed.success) throw invalid("ListRequest", parsed.issues);
+      const r = parsed.output;
+      if (r.org !== undefined || r.clusterId !== undefined) {
+        throw new ConnectError("org and cluster_id filters are not supported by the data plane", Code.Unimplemented);
+      }
+      // project: name → project label, domain → domain label (either may be empty); organization is ignored, as in Flyte.
+      const project = r.project?.name ?? "";
+      const domain = r.project?.domain ?? "";
+      try {
+        const page = await client.list(project, domain, r.request?.limit ?? 0, r.request?.token ?? "");
+        return create(ListResponseSchema, { apps: page.apps.map(appMessage), token: page.token } as never);
+      } catch (err) {
+        throw new ConnectError(`failed to list KServices for ${project}/${domain}: ${errorText(err)}`, Code.Internal);
+      }
+    },
+
+    async get(req: Message) {
+      const parsed = v.safeParse(GetRequestJson, toJson(GetRequestSchema, req));
+      if (!parsed.success) throw invalid("GetRequest", parsed.issues);
+      if (parsed.output.appId === undefined) throw new ConnectError("app_id is required", Code.InvalidArgument);
+      const id = v.safeParse(AppIdJson, parsed.output.appId);
+      if (!id.success) throw invalid("appId", id.issues);
+      const { org, project, domain, name } = id.output;
+      try {
+        const found = await client.getApp({ ...(org ? { org } : {}), project, domain, name });
+        // Exact identity: an app of the same project/domain/name in another org is not this one.
+        if (org && found.metadata?.id?.org !== org) throw new AppNotFoundError(`app ${org}/${project}/${domain}/${name} not found`);
+        return create(GetResponseSchema, { app: appMessage(found) } as never);
+      } catch (err) {
+        if (err instanceof AppNotFoundError) throw new ConnectError(err.message, Code.NotFound);
+        throw new ConnectError(errorText(err), Code.Internal);
+      }
+    },
+
+    async *watch(req: Message, ctx: HandlerContext) {
+      const { target, kind } = watchTargetOf(toJson(WatchRequestSchema, req));
+      if (closing !== undefined) throw new ConnectError(closing, Code.Unavailable);
+      const addr = ctx.values.get(clientAddressKey);
+      if (!options.acquire(addr)) {
+        metrics.reject("per-client-limit");
+        throw new ConnectError(`too many open streams from ${addr}`, Code.ResourceExhausted);
+      }
+      const stop = new AbortController();
+      streams.add(stop);
+      const sub = client.subscribe(target, { snapshot: true });
+      metrics.subscriberOpened(kind, sub);
+      metrics.connectStreams++;
+      const state = ctx.values.get(streamStateKey);
+      state.opened = true;
+      const end = () => sub.close();
+      ctx.signal.addEventListener("abort", end, { once: true });
+      stop.signal.addEventListener("abort", end, { once: true });
+      try {
+        // Snapshot createEvents, then live events; `synced` markers have no place in WatchResponse.
+        for await (const item of sub.items()) {
+          if (item.event !== undefined) yield watchMessage(item.event);
+        }
+      } catch (err) {
+        if (err instanceof LaggingError) throw new ConnectError(err.message, Code.ResourceExhausted);
+        log.error("Connect Watch stream failed", { error: errorText(err) });
+        throw new ConnectError("internal error", Code.Internal);
+      } finally {
+        ctx.signal.removeEventListener("abort", end);
+        streams.delete(stop);
+        sub.close();
+        metrics.subscriberClosed(kind, sub);
+        if (!state.drainTracked) metrics.connectStreams--;
+        options.release(addr);
+      }
+      // The subscription ended without the client leaving: the server is shutting down.
+      if (stop.signal.aborted) throw new ConnectError(closing ?? "the server is shutting down", Code.Unavailable);
+    },
+
+    create() {
+      throw new ConnectError("appwatch is read-only: Create is served by Flyte's data plane", Code.Unimplemented);
+    },
+    update() {
+      throw new ConnectError("appwatch is read-only: Update is served by Flyte's data plane", Code.Unimplemented);
+    },
+    delete() {
+      throw new ConnectError("appwatch is read-only: Delete is served by Flyte's data plane", Code.Unimplemented);
+    },
+  };
+
+  return {
+    routes(router) {
+      router.service(AppService, impl as never, { interceptors: [guard], readMaxBytes: options.maxMessageBytes });
+    },
+    contextValues(clientAddress, drainTracked) {
+      const values = createContextValues().set(clientAddressKey, clientAddress);
+      return drainTracked ? values.set(streamStateKey, drainTracked) : values;
+    },
+    close(reason) {
+      closing = reason;
+      for (const s of [...streams]) s.abort();
+    },
+    get open() {
+      return streams.size;
+    },
+  };
+}
+
+/**
+ * Mounts AppService on `app` at both path prefixes, for Connect (JSON and binary) and gRPC-Web;
+ * gRPC proper needs HTTP/2 trailers, which a fetch `Response` cannot carry (see `adapters/grpc.ts`).
+ */
+export function mountConnect(app: Hono, service: AppServiceHandlers, metrics: ServiceMetrics, clientAddress?: (c: Context) => string | undefined): void {
+  const router = createConnectRouter({ connect: true, grpcWeb: true, grpc: false });
+  service.routes(router);
+  const handlers = new Map(router.handlers.map((h) => [h.requestPath, h]));
+  for (const prefix of ["/internal", ""]) {
+    app.on(["POST", "GET"], `${prefix}${APP_SERVICE_PATH}/:method`, async (c) => {
+      const handler = handlers.get(`${APP_SERVICE_PATH}/${c.req.param("method")}`);
+      if (!handler) return c.json({ code: "unimplemented", message: `${c.req.path} is not a method of ${AppService.typeName}` }, 404);
+      const request = universalServerRequestFromFetch(c.req.raw, {});
+      const stream: StreamState = { opened: false, drainTracked: true };
+      request.contextValues = service.contextValues(clientAddress?.(c) ?? "unknown", stream);
+      const response = universalServerResponseToFetch(await handler(request));
+      return response.body ? new Response(untilDrained(response.body, () => {
+        if (stream.opened) metrics.connectStreams--;
+      }), response) : response;
+    });
+  }
+}
