@@ -19,6 +19,7 @@ import { ClientMessageSchema, GetAppParamsSchema, issuesOf, ListQuerySchema, par
 import { APP_SERVICE_METHODS, APP_SERVICE_PATH, type AppServiceHandlers, createAppServiceHandlers, mountConnect } from "./connect.ts";
 import { type FrameSink, pumpStream, type StreamOptions } from "./stream.ts";
 import { startPing } from "./ticker.ts";
+import { mountBoard } from "./board/route.ts";
 import * as v from "valibot";
 
 /** WebSocket close codes appwatch uses (RFC 6455 §7.4). */
@@ -101,6 +102,7 @@ function errorResponse(c: Context, status: number, code: ErrorCode, message: str
 function routeOf(path: string): string {
   if (path === "/v1/watch" || path === "/v1/apps" || path === "/healthz" || path === "/readyz" || path === "/metrics") return path;
   if (path.startsWith("/v1/apps/")) return "/v1/apps/:project/:domain/:name";
+  if (path === "/" || path === "/board/app.js" || path === "/board/app.css") return path;
   const rpc = path.startsWith("/internal/") ? path.slice("/internal".length) : path;
   if (rpc.startsWith(`${APP_SERVICE_PATH}/`) && APP_SERVICE_METHODS.includes(rpc.slice(APP_SERVICE_PATH.length + 1))) return rpc;
   return "other";
@@ -190,6 +192,8 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     maxMessageBytes: limits.maxMessageBytes,
   });
   mountConnect(app, appService, metrics, options.clientAddress);
+
+  mountBoard(app); // the live app board: GET /, /board/* (docs/board.md)
 
   app.get("/healthz", (c) => c.json({ status: "ok" }));
 

@@ -1,0 +1,257 @@
+/**
+ * The live app board (GET /, docs/board.md) in headless Chromium: it loads
+ * against the sandbox, shows the snapshot, updates on a change (highlighted),
+ * removes a deleted app, filters, serves its assets with CSP and ETags,
+ * asks for a bearer token when the server needs one, and reconnects after the
+ * server restarts (re-snapshotting with a notice when the token cannot be
+ * resumed). Any console error or uncaught exception in the page fails the test
+ * (this is the page script's lint). A screenshot goes to test-artifacts/board.png.
+ *
+ * Node only (playwright-core); skipped with a message on Deno and Bun, and
+ * when Chromium is missing outside CI. In CI (CI=true) a missing Chromium fails.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdir } from "node:fs/promises";
+import { createLogger } from "../src/log.ts";
+import { seedDemo } from "../src/sandbox/demo.ts";
+import { type RunningService, startService } from "../src/service/server.ts";
+import { BOARD_ASSETS, BOARD_CSP } from "../src/service/board/route.ts";
+import { type Browser, browserSkip, collectErrors, CONNECTION_NOISE, launchChromium, type Page } from "./helpers/browser.ts";
+import { freePort, startRestartableSandbox, writeKubeconfig } from "./helpers/restartable-sandbox.ts";
+import { http, ksvc, ksvcName, startTestService, testSettings, type TestService, within } from "./helpers/service.ts";
+
+const skip = browserSkip();
+
+/** A Knative status with only a Ready condition: the App's last condition carries `message`. */
+function readyOnly(status: "True" | "Unknown", message: string): Record<string, unknown> {
+  return { conditions: [{ type: "Ready", status, message, lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, "Z") }] };
+}
+const ARTIFACTS = "test-artifacts";
+
+/** The text of every rendered row's app key, in order. */
+function rowKeys(page: Page): Promise<string[]> {
+  return page.$$eval("#rows tr", (trs: HTMLElement[]) => trs.map((tr) => tr.dataset.key ?? ""));
+}
+
+/** Waits until the rendered rows are exactly `keys` (rendering happens on the next animation frame). */
+async function expectRows(page: Page, keys: string[]): Promise<void> {
+  try {
+    await page.waitForFunction(
+      (want: string) => JSON.stringify(Array.from(document.querySelectorAll("#rows tr"), (tr) => (tr as HTMLElement).dataset.key)) === want,
+      JSON.stringify(keys),
+      { timeout: 5_000 },
+    );
+  } catch {
+    assert.deepEqual(await rowKeys(page), keys);
+  }
+}
+
+function row(page: Page, key: string) {
+  return page.locator(`#rows tr[data-key="${key}"]`);
+}
+
+/** Board stats the page exposes (connects, snapshots, resumed, resumeFailed, snapshotMs). */
+// deno-lint-ignore no-explicit-any
+function stats(page: Page): Promise<any> {
+  // deno-lint-ignore no-explicit-any
+  return page.evaluate(() => ({ ...(globalThis as any).appwatchBoard }));
+}
+
+describe("live app board in headless Chromium", { skip }, () => {
+  let browser: Browser;
+  before(async () => {
+    browser = await launchChromium();
+  });
+  after(async () => {
+    await browser?.close();
+  });
+
+  test("serves the page and assets with CSP, content types and ETags", async () => {
+    const s = await startTestService();
+    try {
+      const page = await http(`${s.url}/`);
+      assert.equal(page.status, 200);
+      assert.match(page.headers.get("content-type") ?? "", /^text\/html; charset=utf-8/);
+      assert.equal(page.headers.get("content-security-policy"), BOARD_CSP);
+      assert.equal(page.headers.get("cache-control"), "no-cache");
+      assert.ok(page.text.includes(BOARD_ASSETS.js.slice(1)) && page.text.includes(BOARD_ASSETS.css.slice(1)), "the page references the versioned assets");
+      const etag = page.headers.get("etag")!;
+      assert.ok(etag);
+      assert.equal((await http(`${s.url}/`, { headers: { "if-none-match": etag } })).status, 304);
+      const js = await http(`${s.url}${BOARD_ASSETS.js}`);
+      assert.equal(js.status, 200);
+      assert.match(js.headers.get("content-type") ?? "", /^text\/javascript/);
+      assert.match(js.headers.get("cache-control") ?? "", /immutable/);
+      const css = await http(`${s.url}${BOARD_ASSETS.css}`);
+      assert.match(css.headers.get("content-type") ?? "", /^text\/css/);
+      assert.equal((await http(`${s.url}/board/app.js`)).headers.get("cache-control"), "no-cache", "an unversioned URL is revalidated");
+    } finally {
+      await s.stop();
+    }
+  });
+
+  test("shows the snapshot, then a created, an updated (highlighted) and a deleted app; filters; keyboard", async () => {
+    const s: TestService = await startTestService();
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    const errors = collectErrors(page);
+    try {
+      await page.goto(`${s.url}/`);
+      await page.waitForSelector("#conn[data-state=live]", { timeout: 10_000 });
+      const keys = await rowKeys(page);
+      assert.equal(keys.length, 6, `the 6 demo apps: ${keys.join(", ")}`);
+      assert.deepEqual(keys, [...keys].sort(), "sorted by org/project/domain/name");
+      const vllm = row(page, "flyte/llm/production/vllm-llama");
+      assert.equal(await vllm.locator(".badge").textContent(), "FAILED");
+      assert.match(await vllm.locator(".msg").textContent(), /Unable to fetch image/);
+      assert.equal(await page.locator('#counts button[data-phase="ACTIVE"] .n').textContent(), "4");
+      assert.equal(await page.locator('#counts button[data-phase=""] .n').textContent(), "6");
+      assert.match(await row(page, "demo-org/analytics/production/dash-metrics").locator(".url a").getAttribute("href"), /^http:\/\/dash-metrics-analytics-production\.localhost/);
+
+      // A created app appears (in its sorted place), highlighted.
+      s.sb.create("services", ksvc("board", "dev", "new-app"));
+      const created = row(page, "flyte/board/dev/new-app");
+      await created.waitFor({ timeout: 10_000 });
+      assert.equal((await rowKeys(page)).indexOf("flyte/board/dev/new-app"), 4, "in its sorted place (org = the namespace)");
+      assert.equal(await page.locator('#counts button[data-phase=""] .n').textContent(), "7");
+
+      // An update changes phase and message in place, highlighted.
+      s.sb.updateStatus("services", "flyte", ksvcName("board", "dev", "new-app"), readyOnly("Unknown", "warming up"));
+      await page.waitForFunction(() => document.querySelector('#rows tr[data-key="flyte/board/dev/new-app"] .msg')?.textContent?.includes("warming up"), null, { timeout: 10_000 });
+      assert.equal(await created.locator(".badge").textContent(), "PENDING");
+      assert.match(await created.getAttribute("class"), /flash-[ab]/, "the changed row is highlighted");
+      s.sb.updateStatus("services", "flyte", ksvcName("board", "dev", "new-app"), readyOnly("True", "serving"));
+      await page.waitForFunction(() => document.querySelector('#rows tr[data-key="flyte/board/dev/new-app"] .badge')?.textContent === "ACTIVE", null, { timeout: 10_000 });
+      assert.match(await created.locator(".msg").textContent(), /serving/);
+      await page.waitForFunction(() => !/flash/.test(document.querySelector('#rows tr[data-key="flyte/board/dev/new-app"]')?.className ?? "x"), null, { timeout: 5_000 });
+
+      // Filters: phase (via the count chip), project select, search; keyboard "/" focuses the search.
+      await page.locator('#counts button[data-phase="FAILED"]').click();
+      await expectRows(page, ["flyte/llm/production/vllm-llama"]);
+      assert.equal(await page.locator('#counts button[data-phase="FAILED"]').getAttribute("aria-pressed"), "true");
+      await page.locator("#filters button[type=reset]").click();
+      await page.waitForFunction(() => document.querySelectorAll("#rows tr").length === 7);
+      await page.selectOption("#f-project", "llm");
+      await expectRows(page, ["flyte/llm/development/gradio-chat", "flyte/llm/production/vllm-llama"]);
+      await page.selectOption("#f-project", "");
+      await page.locator("body").click({ position: { x: 5, y: 5 } });
+      await page.keyboard.press("/");
+      assert.equal(await page.evaluate(() => document.activeElement?.id), "f-search", "/ focuses the search");
+      await page.keyboard.type("streamlit");
+      await expectRows(page, ["demo-org/flytesnacks/development/streamlit-hello"]);
+      await page.keyboard.press("Escape");
+      await page.waitForFunction(() => document.querySelectorAll("#rows tr").length === 7);
+
+      // A deleted app is removed.
+      s.sb.delete("services", "flyte", ksvcName("llm", "development", "gradio-chat"));
+      await page.waitForFunction(() => !document.querySelector('#rows tr[data-key="flyte/llm/development/gradio-chat"]'), null, { timeout: 10_000 });
+      assert.equal((await rowKeys(page)).length, 6);
+      assert.equal(await page.locator('#counts button[data-phase=""] .n').textContent(), "6");
+
+      // Accessibility basics: every control has a label, the table has headers.
+      const unlabelled = await page.$$eval("input, select", (els: HTMLInputElement[]) => els.filter((e) => !e.labels?.length).map((e) => e.id));
+      assert.deepEqual(unlabelled, []);
+      assert.equal(await page.locator("thead th[scope=col]").count(), 7);
+
+      // Screenshot with a highlighted change.
+      s.sb.updateStatus("services", "flyte", ksvcName("board", "dev", "new-app"), readyOnly("True", "serving v2"));
+      await page.waitForFunction(() => document.querySelector('#rows tr[data-key="flyte/board/dev/new-app"] .msg')?.textContent?.includes("v2"));
+      await mkdir(ARTIFACTS, { recursive: true });
+      await page.screenshot({ path: `${ARTIFACTS}/board.png`, fullPage: true }); // mid-highlight: the updated row is tinted
+      await page.setViewportSize({ width: 390, height: 844 });
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      assert.ok(overflow <= 0, `no horizontal scrolling on a 390 px screen (overflow ${overflow}px)`);
+      await page.screenshot({ path: `${ARTIFACTS}/board-narrow.png`, fullPage: true });
+      assert.deepEqual(errors, [], "no console errors or exceptions in the page");
+    } finally {
+      await context.close();
+      await s.stop();
+    }
+  });
+
+  test("with bearer auth: #token= in the URL works; without it the page asks for one", async () => {
+    const s = await startTestService({ authTokens: ["s3cret-token"] });
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      const errors = collectErrors(page, [...CONNECTION_NOISE, /401/]);
+      await page.goto(`${s.url}/`);
+      await page.waitForSelector("#token-form:not([hidden])", { timeout: 10_000 });
+      assert.equal(await page.locator("#conn").getAttribute("data-state"), "auth");
+      await page.fill("#token-input", "s3cret-token");
+      await page.keyboard.press("Enter");
+      await page.waitForSelector("#conn[data-state=live]", { timeout: 10_000 });
+      assert.equal((await rowKeys(page)).length, 6);
+
+      const page2 = await context.newPage();
+      const errors2 = collectErrors(page2);
+      await page2.goto(`${s.url}/#token=s3cret-token`);
+      await page2.waitForSelector("#conn[data-state=live]", { timeout: 10_000 });
+      assert.equal(await page2.evaluate(() => location.hash), "", "the token is taken out of the address bar");
+      assert.equal((await rowKeys(page2)).length, 6);
+      assert.deepEqual([...errors, ...errors2], []);
+    } finally {
+      await context.close();
+      await s.stop();
+    }
+  });
+
+  test("reconnects after the server restarts: re-snapshots (with a notice) when it cannot resume, then stays live", async (t) => {
+    const rs = await startRestartableSandbox({ bookmarkIntervalMs: 0 });
+    const kc = await writeKubeconfig(rs.url);
+    const port = await freePort();
+    const logger = createLogger({ level: "error", sink: () => {} });
+    const start = async () => {
+      const svc = await startService(testSettings({ sandbox: false, kubeconfig: kc.path, namespaces: ["flyte"], port }), { logger });
+      await within(svc.watching, "the initial sync");
+      return svc;
+    };
+    let s: RunningService | undefined;
+    const context = await browser.newContext();
+    try {
+      seedDemo(rs.sandbox, { namespace: "flyte", count: 3 });
+      s = await start();
+      const page = await context.newPage();
+      const errors = collectErrors(page, CONNECTION_NOISE);
+      await page.goto(`${s.url}/`);
+      await page.waitForSelector("#conn[data-state=live]", { timeout: 10_000 });
+      const before = await rowKeys(page);
+      assert.equal(before.length, 3);
+
+      await s.stop();
+      s = undefined;
+      await page.waitForSelector("#conn[data-state=reconnecting]", { timeout: 10_000 });
+      // Changes while the server is away: one app goes, one comes.
+      rs.sandbox.delete("services", "flyte", rs.sandbox.list("services")[0]!.metadata!.name!);
+      rs.sandbox.create("services", ksvc("board", "dev", "while-down"));
+
+      s = await start();
+      await page.waitForSelector('#rows tr[data-key="flyte/board/dev/while-down"]', { timeout: 20_000 });
+      await page.waitForSelector("#conn[data-state=live]", { timeout: 10_000 });
+      const keys = await rowKeys(page);
+      assert.equal(keys.length, 3);
+      assert.ok(!keys.includes(before.find((k) => !keys.includes(k))!) && keys.filter((k) => before.includes(k)).length === 2, `one app gone, one new: ${keys.join(", ")}`);
+      const st = await stats(page);
+      t.diagnostic(`after the restart: ${st.connects} connects, ${st.snapshots} snapshots, ${st.resumed} resumed, resumeFailed ${st.resumeFailed || "-"}`);
+      assert.ok(st.connects >= 2, `reconnected (${st.connects} connects)`);
+      if (st.snapshots >= 2) {
+        // The new server could not resume the token (it relisted): the board says it rebuilt.
+        assert.equal(await page.locator("#notice").isVisible(), true, "the re-snapshot notice is shown");
+        assert.match(await page.locator("#notice-text").textContent(), /rebuilt from a new snapshot/);
+      } else {
+        assert.ok(st.resumed >= 1, "resumed exactly");
+      }
+
+      // Live again.
+      rs.sandbox.create("services", ksvc("board", "dev", "after"));
+      await page.waitForSelector('#rows tr[data-key="flyte/board/dev/after"]', { timeout: 10_000 });
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+      await s?.stop();
+      await rs.close();
+      await kc.cleanup();
+    }
+  });
+});
