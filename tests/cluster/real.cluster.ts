@@ -26,6 +26,10 @@ import type { WatchResponse } from "../../src/flyte/model.ts";
 import { KServiceName } from "../../src/flyte/naming.ts";
 import { loadAdapter } from "../../src/service/adapters/types.ts";
 import { createApp } from "../../src/service/app.ts";
+import { toJson } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-web";
+import { AppService, GetResponseSchema, ListResponseSchema, WatchResponseSchema } from "../../src/flyte/proto/app_service_pb.ts";
 import { rawConnect, upgraded } from "../helpers/raw-ws.ts";
 import { defineScenarios } from "./scenarios.ts";
 import { realTarget, type Target } from "./targets.ts";
@@ -415,6 +419,82 @@ describe("real kube-apiserver: the service, two replicas, one resume token", () 
         await r.apps.stopWatching();
         await r.server.close();
       }
+    }
+  });
+});
+
+describe("real kube-apiserver: Flyte's AppService over Connect", () => {
+  let t: Target;
+  before(async () => {
+    t = await realTarget();
+  });
+  after(async () => {
+    await t?.stop();
+  });
+
+  test("List pages with etcd continue tokens, Get, and a Watch that sees create → update → delete, all as Flyte messages", async () => {
+    const ns = "connect";
+    await t.ensureNamespace(ns);
+    const adapter = await loadAdapter();
+    const apps = new AppK8sClient({ client: await t.client(), namespace: ns });
+    const api = createApp({ client: apps, upgradeWebSocket: adapter.upgradeWebSocket, clientAddress: adapter.clientAddress });
+    const server = await adapter.listen(api.app, { port: 0, hostname: "127.0.0.1", maxPayloadBytes: 1 << 16, pingSeconds: 30 });
+    await apps.startWatching();
+    const mk = async (app: string) => {
+      const name = KServiceName({ project: "cp", domain: "dev", name: app });
+      const svc = ksvc(name, ns);
+      svc.metadata.annotations = { "flyte.org/app-id": `cp/dev/${app}` };
+      svc.metadata.labels = { ...svc.metadata.labels, "flyte.org/project": "cp", "flyte.org/domain": "dev" };
+      await must(t.request("POST", `${API}/namespaces/${ns}/services`, svc), "create");
+      return name;
+    };
+    const client = createClient(AppService, createConnectTransport({ baseUrl: `${server.url}/internal`, useBinaryFormat: true })) as unknown as {
+      list(req: unknown): Promise<unknown>;
+      get(req: unknown): Promise<unknown>;
+      watch(req: unknown, o?: { signal?: AbortSignal }): AsyncIterable<unknown>;
+    };
+    const abort = new AbortController();
+    const seen: string[] = [];
+    const reading = (async () => {
+      try {
+        for await (const m of client.watch({ target: { case: "project", value: { name: "cp", domain: "dev" } } }, { signal: abort.signal })) {
+          const j = toJson(WatchResponseSchema, m as never) as Record<string, any>;
+          const kind = Object.keys(j)[0]!;
+          const app = j.createEvent?.app ?? j.updateEvent?.updatedApp ?? j.deleteEvent?.app;
+          seen.push(`${kind} ${app.metadata.id.name} ${app.status?.conditions?.at(-1)?.message ?? ""}`.trim());
+        }
+      } catch { /* aborted */ }
+    })();
+    try {
+      for (const n of ["a1", "a2", "a3", "a4", "a5"]) await mk(n);
+      await waitFor(() => seen.length >= 5, "five creates on the Watch", 30_000);
+      // Pages of 2 with the API server's own continue tokens.
+      const names: string[] = [];
+      let token = "";
+      let pages = 0;
+      do {
+        const page = toJson(ListResponseSchema, await client.list({ project: { name: "cp", domain: "dev" }, request: { limit: 2, token } }) as never) as Record<string, any>;
+        names.push(...(page.apps ?? []).map((a: any) => a.metadata.id.name));
+        token = page.token ?? "";
+        pages++;
+      } while (token);
+      assert.equal(pages, 3);
+      assert.deepEqual(names.sort(), ["a1", "a2", "a3", "a4", "a5"]);
+      const got = toJson(GetResponseSchema, await client.get({ identifier: { case: "appId", value: { project: "cp", domain: "dev", name: "a3" } } }) as never) as Record<string, any>;
+      assert.equal(got.app.status.k8sMetadata.namespace, ns);
+      const name = KServiceName({ project: "cp", domain: "dev", name: "a3" });
+      await must(t.request("PATCH", `${API}/namespaces/${ns}/services/${name}/status`, {
+        status: { conditions: [{ type: "Ready", status: "False", reason: "Stage", message: "over connect", lastTransitionTime: "2026-11-30T08:00:00Z" }] },
+      }, "application/merge-patch+json"), "status");
+      await must(t.request("DELETE", `${API}/namespaces/${ns}/services/${name}`), "delete");
+      await waitFor(() => seen.some((l) => l.startsWith("deleteEvent a3")), "the delete on the Watch", 30_000);
+      assert.deepEqual(seen.filter((l) => l.includes(" a3")), ["createEvent a3", "updateEvent a3 Stage: over connect", "deleteEvent a3 Stage: over connect"]);
+    } finally {
+      api.closeStreams();
+      abort.abort();
+      await reading;
+      await apps.stopWatching();
+      await server.close();
     }
   });
 });

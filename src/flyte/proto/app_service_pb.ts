@@ -10,6 +10,7 @@
  */
 import { createFileRegistry, type DescMessage, type DescService, type FileRegistry } from "@bufbuild/protobuf";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import { DEPLOYMENT_STATUSES } from "../model.ts";
 import { file, type ServiceDef } from "./descriptor.ts";
 import { APP, COMMON, registry as specRegistry } from "./spec_pb.ts";
 
@@ -117,22 +118,8 @@ const serviceFile = file(SERVICE, "flyteidl2.app", [APP, COMMON, LIST, TASK, "go
   {
     name: "Status",
     enums: [
-      {
-        name: "DeploymentStatus",
-        values: [
-          "DEPLOYMENT_STATUS_UNSPECIFIED",
-          "DEPLOYMENT_STATUS_UNASSIGNED",
-          "DEPLOYMENT_STATUS_ASSIGNED",
-          "DEPLOYMENT_STATUS_PENDING",
-          "DEPLOYMENT_STATUS_STOPPED",
-          "DEPLOYMENT_STATUS_STARTED",
-          "DEPLOYMENT_STATUS_FAILED",
-          "DEPLOYMENT_STATUS_ACTIVE",
-          "DEPLOYMENT_STATUS_SCALING_UP",
-          "DEPLOYMENT_STATUS_SCALING_DOWN",
-          "DEPLOYMENT_STATUS_DEPLOYING",
-        ],
-      },
+      // Names in enum-number order, shared with the JSON model.
+      { name: "DeploymentStatus", values: [...DEPLOYMENT_STATUSES] },
       {
         name: "Substate",
         values: [
