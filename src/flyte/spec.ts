@@ -1,25 +1,54 @@
 /**
  * The `flyte.org/spec` annotation: base64 (standard alphabet, padded) of a binary-protobuf
- * `flyteidl2.app.Spec`, decoded to its proto3 JSON with `@bufbuild/protobuf` v2 against the
- * descriptors declared in `proto/spec_pb.ts`.
+ * `flyteidl2.app.Spec`, decoded to its proto3 JSON against the descriptors declared in
+ * `proto/spec_pb.ts`: by `proto/json-decoder.ts` (bytes straight to JSON), with `@bufbuild/protobuf`
+ * v2's `fromBinary` + `toJson` as the reference it must equal and the fallback when it throws.
  * @module
  */
 import { fromBinary, toBinary, fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import type { Logger } from "../log.ts";
 import type { Spec } from "./model.ts";
 import { SpecSchema } from "./proto/spec_pb.ts";
+import { fromBinaryToJson } from "./proto/json-decoder.ts";
 
-/** Go `base64.StdEncoding`: standard alphabet, padding required; Go skips embedded `\r` and `\n`. */
-const STD_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+/** Standard base64 alphabet value of each char code < 128; -1 for everything else ('=' included). */
+const B64 = new Int8Array(128).fill(-1);
+for (let i = 0; i < 64; i++) B64["ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".charCodeAt(i)] = i;
 
-/** Decodes Go-`StdEncoding` base64; `undefined` when it is not valid. */
+/**
+ * Decodes Go-`StdEncoding` base64 (standard alphabet, padding required; Go skips embedded `\r` and
+ * `\n`); `undefined` when it is not valid. One pass with a lookup table: on the cold path (first
+ * sight of an app) a regex check plus `atob` cost about as much as decoding the Spec itself.
+ */
 export function decodeStdBase64(value: string): Uint8Array | undefined {
-  const s = value.replace(/[\r\n]/g, "");
-  if (!STD_BASE64.test(s)) return undefined;
-  const bin = atob(s);
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  const s = value.indexOf("\r") < 0 && value.indexOf("\n") < 0 ? value : value.replace(/[\r\n]/g, "");
+  const n = s.length;
+  if (n % 4 !== 0) return undefined;
+  // '=' only as the last one or two chars of the last group
+  const pad = n === 0 || s.charCodeAt(n - 1) !== 61 ? 0 : s.charCodeAt(n - 2) === 61 ? 2 : 1;
+  const out = new Uint8Array((n / 4) * 3 - pad);
+  const full = n - (pad ? 4 : 0);
+  let o = 0;
+  for (let i = 0; i <= full; i += 4) {
+    const last = i === full;
+    if (last && !pad) break;
+    const a = sextet(s, i);
+    const b = sextet(s, i + 1);
+    const c = last && pad === 2 ? 0 : sextet(s, i + 2);
+    const d = last ? 0 : sextet(s, i + 3);
+    if ((a | b | c | d) < 0) return undefined;
+    const v = (a << 18) | (b << 12) | (c << 6) | d;
+    out[o++] = v >> 16;
+    if (o < out.length) out[o++] = (v >> 8) & 0xff;
+    if (o < out.length) out[o++] = v & 0xff;
+  }
   return out;
+}
+
+/** The 6-bit value of `s[i]`; -1 if it is not in the alphabet. */
+function sextet(s: string, i: number): number {
+  const c = s.charCodeAt(i);
+  return c < 128 ? B64[c]! : -1;
 }
 
 /** Encodes bytes as standard padded base64 (what Flyte's Deploy writes). */
@@ -46,8 +75,13 @@ export function specFromAnnotation(value: string | undefined, logger?: Logger): 
     return undefined;
   }
   try {
-    const msg = fromBinary(SpecSchema, bytes);
-    return toJson(SpecSchema, msg) as Spec;
+    return fromBinaryToJson(SpecSchema, bytes) as Spec;
+  } catch {
+    // Malformed input (or an edge the fast decoder does not handle): protobuf-es decides, so the
+    // result and the warning's message are always the reference's. Costs a second decode, on bad input only.
+  }
+  try {
+    return toJson(SpecSchema, fromBinary(SpecSchema, bytes)) as Spec;
   } catch (err) {
     logger?.warn("flyte.org/spec annotation is not a valid flyteidl2.app.Spec; app has no spec", {
       error: err instanceof Error ? err.message : String(err),
