@@ -22,6 +22,7 @@ import { createInterface } from "node:readline";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startService } from "../src/service/server.ts";
+import { DEFAULT_SETTINGS } from "../src/service/config.ts";
 import { createLogger } from "../src/log.ts";
 import { sharedTicker } from "../src/service/ticker.ts";
 
@@ -45,22 +46,13 @@ const send = (cmd: unknown) =>
 
 for (const periodS of PERIODS_S) {
   const service = await startService({
-    namespaces: [],
+    ...DEFAULT_SETTINGS,
     sandbox: true,
     port: 0,
     host: "127.0.0.1",
-    baseDomain: "localhost",
-    scheme: "http",
-    ingressAppsPort: 30081,
-    watchBufferSize: 100,
-    slowConsumer: "coalesce",
-    authTokens: [],
-    allowedOrigins: [],
     maxConnectionsPerClient: 1_000_000,
-    maxMessageBytes: 4096,
     heartbeatSeconds: periodS,
     pingSeconds: Math.max(1, periodS * 2),
-    resumeWindow: 10_000,
     shutdownTimeoutSeconds: 5,
     demoIntervalMs: 0,
   }, { logger: createLogger({ level: "error" }) });

@@ -39,6 +39,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createInterface } from "node:readline";
 import { startService } from "../src/service/server.ts";
+import { DEFAULT_SETTINGS } from "../src/service/config.ts";
 import { createLogger } from "../src/log.ts";
 import { writeB3 } from "./fanout-report.ts";
 
@@ -220,23 +221,14 @@ writeFileSync(
 );
 const logs: string[] = [];
 const service = await startService({
+  ...DEFAULT_SETTINGS,
   kubeconfig,
   namespaces: [ready.namespace],
-  sandbox: false,
   port: 0,
   host: "127.0.0.1",
   baseDomain: "apps.example.com",
   scheme: "https",
-  ingressAppsPort: 0,
-  watchBufferSize: 100,
-  slowConsumer: "coalesce",
-  authTokens: [],
-  allowedOrigins: [],
   maxConnectionsPerClient: 1_000_000,
-  maxMessageBytes: 4096,
-  heartbeatSeconds: 15,
-  pingSeconds: 30,
-  resumeWindow: 10_000,
   shutdownTimeoutSeconds: 5,
   demoIntervalMs: 0,
 }, { logger: createLogger({ level: "warn", sink: (l) => logs.length < 50 && logs.push(l) }) });
