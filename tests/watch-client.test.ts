@@ -145,8 +145,13 @@ describe("appwatch watch (against a real service)", () => {
       assert.equal(await a.stop(), 0);
 
       // Missed while away: one change in the subscribed project, one outside it.
+      const created = service.apps.metrics.events.create;
       sb.create("services", ksvc("llm", "development", "missed", "flyte"));
       sb.create("services", ksvc("other", "development", "elsewhere"));
+      // Both changes must be in the service's journal before the client comes back: else the
+      // resume replays nothing and the create arrives live, after the synced marker.
+      for (let i = 0; i < 500 && service.apps.metrics.events.create < created + 2; i++) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(service.apps.metrics.events.create, created + 2, "the service saw both creates");
       const b = client({ url: service.url, resume: token, project: "llm", domain: "development" });
       try {
         await b.until((l) => l.some((x) => x.startsWith("SYNCED")), "the replay");
