@@ -15,8 +15,8 @@
  * @module
  */
 import process from "node:process";
-import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
+import { cpuSeconds } from "./sync-common.ts";
 import { startSandbox } from "../src/sandbox/mod.ts";
 import type { KubeObject } from "../src/watch/types.ts";
 import { distinctApps } from "./fanout-fixtures.ts";
@@ -24,16 +24,6 @@ import { distinctApps } from "./fanout-fixtures.ts";
 const APPS = Number(process.env.BENCH_APPS ?? 1000);
 const NS = "bench";
 
-function cpuSeconds(): number {
-  try {
-    const stat = readFileSync("/proc/self/stat", "utf8");
-    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(f[11]) + Number(f[12])) / 100;
-  } catch {
-    const u = process.cpuUsage();
-    return (u.user + u.system) / 1e6;
-  }
-}
 
 const sb = await startSandbox({ port: 0, initialResourceVersion: 1000 });
 const objects = distinctApps(APPS);

@@ -20,8 +20,8 @@
  * @module
  */
 import process from "node:process";
-import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
+import { cpuSeconds } from "./sync-common.ts";
 import WebSocket from "ws";
 
 interface Sub {
@@ -40,16 +40,6 @@ let frames = 0;
 let heartbeats = 0;
 let closedUnexpectedly = 0;
 
-function cpuSeconds(): number {
-  try {
-    const stat = readFileSync("/proc/self/stat", "utf8");
-    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(f[11]) + Number(f[12])) / 100;
-  } catch {
-    const u = process.cpuUsage();
-    return (u.user + u.system) / 1e6;
-  }
-}
 
 const STAMP = Buffer.from("bench t=");
 

@@ -13,8 +13,9 @@
  * stdin closes (the parent died or let go of it), on SIGTERM/SIGINT, or on `POST /quit`.
  * @module
  */
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import process from "node:process";
+import { serveChild } from "./child-server.ts";
 import { BENCH_PATH, CHUNK_BYTES, encodeNdjson, generateEvents } from "./data.ts";
 
 /** What the server prints once it listens, and serves on `/meta`. */
@@ -106,26 +107,9 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
   res.end(JSON.stringify({ kind: "Status", apiVersion: "v1", status: "Failure", reason: "NotFound", code: 404 }));
 }
 
-const server = createServer({ keepAliveTimeout: 60_000 }, handle);
-
-function shutdown(code: number): void {
-  server.closeAllConnections();
-  server.close();
-  process.exit(code);
-}
-
-process.on("SIGTERM", () => shutdown(0));
-process.on("SIGINT", () => shutdown(0));
-// The parent holds our stdin: when it goes away (even killed hard), so do we.
-process.stdin.on("end", () => shutdown(0));
-process.stdin.on("close", () => shutdown(0));
-process.stdin.resume();
-
-server.listen(0, "127.0.0.1", () => {
-  const address = server.address();
-  const port = typeof address === "object" && address ? address.port : 0;
+const shutdown = serveChild(handle, (url) => {
   meta = {
-    url: `http://127.0.0.1:${port}`,
+    url,
     events,
     bytes: body.length,
     checksum: generated.checksum,
@@ -133,5 +117,5 @@ server.listen(0, "127.0.0.1", () => {
     generateMs,
     pid: process.pid,
   };
-  process.stdout.write(JSON.stringify(meta) + "\n");
+  return meta;
 });

@@ -50,6 +50,18 @@ export function fullGc(): boolean {
 }
 
 /** VmRSS and VmHWM (peak RSS) of this process in bytes, from /proc/self/status. */
+/** CPU seconds (user + system) this process has used: /proc when there is one, else `process.cpuUsage()`. */
+export function cpuSeconds(): number {
+  try {
+    const stat = readFileSync("/proc/self/stat", "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1e6;
+  }
+}
+
 export function procMemory(): { rss: number; hwm: number } {
   const text = readFileSync("/proc/self/status", "utf8");
   const kb = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(text)?.[1] ?? NaN) * 1024;

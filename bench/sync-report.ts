@@ -8,27 +8,11 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import process from "node:process";
 import { mib, REPO_ROOT, type RuntimeName, TITLES } from "./sync-common.ts";
+// Type-only: sync.bench.ts is a script, nothing of it runs here.
+import type { SyncResult, VariantSummary } from "./sync.bench.ts";
 
-interface Summary {
-  variant: string;
-  failed?: string;
-  syncMs?: number;
-  peakRss?: number;
-  retainedRss?: number;
-  heapRetained?: number;
-  rssBefore?: number;
-  settledMs?: number;
-  settledPeakRss?: number;
-  runs: { syncMs: number; heapBefore?: number }[];
-}
-interface Result {
-  runtime: RuntimeName;
-  runtimeVersion: string;
-  date: string;
-  machine: { cores: number; cpu: string; memoryGiB: number; platform: string; loadBefore: number };
-  bare: { rss: number };
-  sizes: { objects: number; server: { listBytes: number; pages: number; managedFieldsBytes: number; specBytes: number }; variants: Summary[] }[];
-}
+type Summary = VariantSummary;
+type Result = SyncResult;
 
 const LABEL: Record<string, string> = {
   plain: "plain `fetch` + `JSON.parse` → `Map` (reference)",

@@ -23,8 +23,9 @@
  * closes or on SIGTERM.
  * @module
  */
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import process from "node:process";
+import { serveChild } from "./child-server.ts";
 import { specToAnnotation } from "../src/flyte/spec.ts";
 import { BENCH_NAMESPACE, BENCH_PATH, generateEvents } from "./data.ts";
 
@@ -194,24 +195,9 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
   json(res, 404, { kind: "Status", apiVersion: "v1", status: "Failure", reason: "NotFound", code: 404 });
 }
 
-const server = createServer({ keepAliveTimeout: 60_000 }, handle);
-
-function shutdown(code: number): void {
-  server.closeAllConnections();
-  server.close();
-  process.exit(code);
-}
-process.on("SIGTERM", () => shutdown(0));
-process.on("SIGINT", () => shutdown(0));
-process.stdin.on("end", () => shutdown(0));
-process.stdin.on("close", () => shutdown(0));
-process.stdin.resume();
-
-server.listen(0, "127.0.0.1", () => {
-  const address = server.address();
-  const port = typeof address === "object" && address ? address.port : 0;
+serveChild(handle, (url) => {
   meta = {
-    url: `http://127.0.0.1:${port}`,
+    url,
     objects,
     pageSize: PAGE_SIZE,
     pages,
@@ -223,5 +209,5 @@ server.listen(0, "127.0.0.1", () => {
     generateMs,
     pid: process.pid,
   };
-  process.stdout.write(JSON.stringify(meta) + "\n");
+  return meta;
 });

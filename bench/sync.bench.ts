@@ -18,7 +18,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import process from "node:process";
 import { dirname, join } from "node:path";
-import { type HelperProcess, median, mib, REPO_ROOT, runSelf, runtime, runtimeVersion, startNodeHelper } from "./sync-common.ts";
+import { type HelperProcess, median, mib, REPO_ROOT, runSelf, runtime, runtimeVersion, startNodeHelper, type RuntimeName } from "./sync-common.ts";
 import type { SyncServerMeta } from "./sync-server.ts";
 import type { WorkerResult } from "./sync-worker.ts";
 
@@ -46,7 +46,7 @@ export interface VariantSummary {
 }
 
 export interface SyncResult {
-  runtime: string;
+  runtime: RuntimeName;
   runtimeVersion: string;
   date: string;
   machine: { cores: number; cpu: string; memoryGiB: number; platform: string; loadBefore: number };
