@@ -8,8 +8,10 @@
 import type { Logger } from "../log.ts";
 import type { KubeObject } from "../watch/types.ts";
 import type { App, AppsConfig, Condition, DeploymentStatus, Identifier, Spec, Status } from "./model.ts";
+import { goQuote } from "./gostrings.ts";
 import { publicIngress } from "./naming.ts";
 import { specFromAnnotation } from "./spec.ts";
+import { SpecSchema } from "./proto/spec_pb.ts";
 
 /** Label keys Flyte writes on app KServices (and the Knative ones it reads). */
 export const LABELS = Object.freeze({
@@ -62,24 +64,15 @@ function ksvcKey(ksvc: KubeObject): string {
   return ns ? `${ns}/${name}` : name;
 }
 
-/** Go's `%q` for the strings we quote (printable text kept, controls escaped). */
-export function goQuote(s: string): string {
-  let out = '"';
-  for (const ch of s) {
-    const c = ch.codePointAt(0)!;
-    if (ch === '"') out += '\\"';
-    else if (ch === "\\") out += "\\\\";
-    else if (ch === "\n") out += "\\n";
-    else if (ch === "\r") out += "\\r";
-    else if (ch === "\t") out += "\\t";
-    else if (ch === "\x07") out += "\\a";
-    else if (ch === "\b") out += "\\b";
-    else if (ch === "\f") out += "\\f";
-    else if (ch === "\v") out += "\\v";
-    else if (c < 0x20 || c === 0x7f) out += `\\x${c.toString(16).padStart(2, "0")}`;
-    else out += ch;
-  }
-  return out + '"';
+/**
+ * A value of a KService's `map[string]string` (labels, annotations) as Go decodes it: JSON `null`
+ * is the empty string; a missing key is `undefined`. (Other JSON types make Go's client refuse the
+ * whole object; appwatch ignores the value instead: see docs/flyte-compatibility.md.)
+ */
+function goMapValue(map: Record<string, unknown> | undefined | null, key: string): string | undefined {
+  if (map === null || typeof map !== "object" || !Object.hasOwn(map, key)) return undefined;
+  const value = map[key];
+  return typeof value === "string" ? value : value === null ? "" : undefined;
 }
 
 /**
@@ -89,9 +82,9 @@ export function goQuote(s: string): string {
  */
 export function appIdentity(ksvc: KubeObject): Identifier {
   const name = ksvc.metadata?.name ?? "";
-  const annotations = ksvc.metadata?.annotations ?? {};
-  const value = annotations[ANNOTATIONS.APP_ID];
-  if (typeof value !== "string") {
+  const annotations = ksvc.metadata?.annotations;
+  const value = goMapValue(annotations, ANNOTATIONS.APP_ID);
+  if (value === undefined) {
     throw new AppConversionError(ksvcKey(ksvc), `KService ${name} missing flyte.org/app-id annotation`);
   }
   // Go strings.SplitN(value, "/", 3)
@@ -103,9 +96,9 @@ export function appIdentity(ksvc: KubeObject): Identifier {
       `KService ${name} has malformed flyte.org/app-id annotation: ${goQuote(value)}`,
     );
   }
-  const org = annotations[ANNOTATIONS.APP_ORG];
+  const org = goMapValue(annotations, ANNOTATIONS.APP_ORG);
   return {
-    org: typeof org === "string" && org !== "" ? org : DEFAULT_ORG,
+    org: org !== undefined && org !== "" ? org : DEFAULT_ORG,
     project: value.slice(0, first),
     domain: value.slice(first + 1, second),
     name: value.slice(second + 1),
@@ -123,7 +116,12 @@ interface Instant {
   text?: string;
 }
 
-const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})$/;
+/**
+ * What Go's `time.Parse(time.RFC3339, …)` accepts (as `metav1.Time` uses it; its lenient general
+ * path, not only the strict fast path): a 1- or 2-digit hour, a fraction after `.` or `,` (digits
+ * past the 9th ignored), `Z` or a `±hh:mm` offset of up to 24 hours and 60 minutes.
+ */
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{1,2}):(\d{2}):(\d{2})(?:[.,](\d+))?(?:Z|([+-])(\d{2}):(\d{2}))$/;
 const MIN_SECONDS = -62135596800; // 0001-01-01T00:00:00Z
 const MAX_SECONDS = 253402300799; // 9999-12-31T23:59:59Z
 
@@ -171,18 +169,16 @@ function parseInstant(value: unknown): Instant | undefined {
   const m = RFC3339.exec(value);
   if (!m) return undefined;
   const [y, mo, d, h, mi, s] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
-  if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || s > 59) return undefined;
+  if (mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) || h > 23 || mi > 59 || s > 59) return undefined;
   const date = new Date(0);
   date.setUTCFullYear(y, mo - 1, d);
   date.setUTCHours(h, mi, s, 0);
-  if (date.getUTCDate() !== d || date.getUTCMonth() !== mo - 1) return undefined;
   let seconds = date.getTime() / 1000;
-  const zone = m[8]!;
-  if (zone !== "Z") {
-    const sign = zone[0] === "-" ? -1 : 1;
-    const oh = Number(zone.slice(1, 3));
-    const om = Number(zone.slice(4, 6));
-    if (oh > 23 || om > 59) return undefined;
+  if (m[8] !== undefined) {
+    const sign = m[8] === "-" ? -1 : 1;
+    const oh = Number(m[9]);
+    const om = Number(m[10]);
+    if (oh > 24 || om > 60) return undefined;
     seconds -= sign * (oh * 3600 + om * 60);
   }
   const nanos = m[7] ? Number(m[7].slice(0, 9).padEnd(9, "0")) : 0;
@@ -345,6 +341,37 @@ function cachedIngress(appId: string, id: Identifier, config: AppsConfig): Retur
   return ingress;
 }
 
+/** The identifier as proto3 JSON prints it: empty parts (defaults) are omitted. */
+function protoIdentifier(id: Identifier): Identifier {
+  if (id.project !== "" && id.domain !== "" && id.name !== "") return id;
+  const out: Identifier = { org: id.org };
+  if (id.project !== "") out.project = id.project;
+  if (id.domain !== "") out.domain = id.domain;
+  if (id.name !== "") out.name = id.name;
+  return out;
+}
+
+/** Spec keys after `desiredState` (field 5), in field order: where a new `desiredState` goes before. */
+const AFTER_DESIRED_STATE = new Set(
+  SpecSchema.fields.filter((f) => f.number > SpecSchema.field.desiredState!.number).map((f) => f.jsonName),
+);
+
+/** The spec with `desiredState` set, at its field position (Go's protojson prints fields in order). */
+function withDesiredState(spec: Spec, state: NonNullable<Spec["desiredState"]>): Spec {
+  if ("desiredState" in spec) return { ...spec, desiredState: state };
+  const out: Record<string, unknown> = {};
+  let placed = false;
+  for (const [k, v] of Object.entries(spec)) {
+    if (!placed && AFTER_DESIRED_STATE.has(k)) {
+      out.desiredState = state;
+      placed = true;
+    }
+    out[k] = v;
+  }
+  if (!placed) out.desiredState = state;
+  return out as Spec;
+}
+
 /**
  * Converts a KService to a Flyte App (proto3 JSON shape, Go's field order).
  * Pure: same input, same output. `currentReplicas` comes from the caller (the Revision lookup
@@ -357,12 +384,10 @@ export function kserviceToApp(
   options: { currentReplicas?: number; logger?: Logger } = {},
 ): App {
   const id = appIdentity(ksvc);
-  const labels = ksvc.metadata?.labels ?? {};
-  const annotations = ksvc.metadata?.annotations ?? {};
-  const stopped = labels[LABELS.APP_STOPPED] === LABEL_TRUE;
+  const stopped = goMapValue(ksvc.metadata?.labels, LABELS.APP_STOPPED) === LABEL_TRUE;
 
-  let spec: Spec | undefined = cachedSpec(annotations[ANNOTATIONS.SPEC], ksvc, options.logger);
-  if (spec && stopped) spec = { ...spec, desiredState: "DESIRED_STATE_STOPPED" };
+  let spec: Spec | undefined = cachedSpec(goMapValue(ksvc.metadata?.annotations, ANNOTATIONS.SPEC), ksvc, options.logger);
+  if (spec && stopped) spec = withDesiredState(spec, "DESIRED_STATE_STOPPED");
 
   let status: Status;
   if (stopped) {
@@ -377,7 +402,7 @@ export function kserviceToApp(
     const replicas = options.currentReplicas;
     // Go: uint32(*actualReplicas) from an int32.
     if (replicas !== undefined && Number.isInteger(replicas) && replicas !== 0) status.currentReplicas = replicas >>> 0;
-    const ingress = cachedIngress(annotations[ANNOTATIONS.APP_ID] as string, id, config);
+    const ingress = cachedIngress(goMapValue(ksvc.metadata?.annotations, ANNOTATIONS.APP_ID)!, id, config);
     if (ingress) status.ingress = ingress;
     const createdAt = toProtoTimestamp(ksvc.metadata?.creationTimestamp);
     if (createdAt !== undefined) status.createdAt = createdAt;
@@ -387,7 +412,7 @@ export function kserviceToApp(
     status.k8sMetadata = namespace ? { namespace } : {};
   }
 
-  const app: App = { metadata: { id } };
+  const app: App = { metadata: { id: protoIdentifier(id) } };
   if (spec) app.spec = spec;
   app.status = status;
   return app;

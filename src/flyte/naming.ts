@@ -5,6 +5,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
+import { goToLower } from "./gostrings.ts";
 import type { AppsConfig, Identifier, Ingress } from "./model.ts";
 
 const MAX_NAME = 63;
@@ -13,7 +14,7 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 /**
- * `lower("{name}-{project}-{domain}")` when it fits in 63 bytes; otherwise its first 54 bytes,
+ * `lower("{name}-{project}-{domain}")` (Go's `strings.ToLower`) when it fits in 63 bytes; otherwise its first 54 bytes,
  * "-", and the hex of the first 4 bytes of sha256("{project}/{domain}/{name}") (not lowercased;
  * org unused). Lengths are bytes, as in Go.
  */
@@ -21,7 +22,7 @@ export function KServiceName(id: Identifier): string {
   const project = id.project ?? "";
   const domain = id.domain ?? "";
   const name = id.name ?? "";
-  const raw = `${name}-${project}-${domain}`.toLowerCase();
+  const raw = goToLower(`${name}-${project}-${domain}`);
   const bytes = encoder.encode(raw);
   if (bytes.length <= MAX_NAME) return raw;
   const digest = createHash("sha256").update(`${project}/${domain}/${name}`, "utf8").digest("hex").slice(0, 8);
@@ -37,7 +38,7 @@ export function KServiceName(id: Identifier): string {
 export function publicIngress(id: Identifier, config: AppsConfig): Ingress | undefined {
   if (config.baseDomain === "") return undefined;
   const scheme = config.scheme || "https";
-  const host = `${KServiceName(id)}.${config.baseDomain}`.toLowerCase();
+  const host = goToLower(`${KServiceName(id)}.${config.baseDomain}`);
   const port = config.ingressAppsPort !== 0 ? `:${config.ingressAppsPort}` : "";
   return { publicUrl: `${scheme}://${host}${port}` };
 }

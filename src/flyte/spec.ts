@@ -1,11 +1,12 @@
 /**
  * The `flyte.org/spec` annotation: base64 (standard alphabet, padded) of a binary-protobuf
  * `flyteidl2.app.Spec`, decoded to its proto3 JSON against the descriptors declared in
- * `proto/spec_pb.ts`: by `proto/json-decoder.ts` (bytes straight to JSON), with `@bufbuild/protobuf`
- * v2's `fromBinary` + `toJson` as the reference it must equal and the fallback when it throws.
+ * `proto/spec_pb.ts` by `proto/json-decoder.ts`, which follows protobuf-go and Go's protojson (what
+ * Flyte's `specFromAnnotation` and its Connect codec do). `@bufbuild/protobuf` is not a fallback:
+ * it decodes malformed input differently (docs/flyte-compatibility.md); it only encodes, for tests.
  * @module
  */
-import { fromBinary, toBinary, fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
+import { toBinary, fromJson, type JsonValue } from "@bufbuild/protobuf";
 import type { Logger } from "../log.ts";
 import type { Spec } from "./model.ts";
 import { SpecSchema } from "./proto/spec_pb.ts";
@@ -63,9 +64,8 @@ export function encodeStdBase64(bytes: Uint8Array): string {
  * `undefined` plus a warning via `logger` on invalid base64/protobuf (Flyte: silent). An empty
  * value is present and decodes to an empty Spec (`{}`), as Flyte's `ok`-checked lookup does.
  *
- * Unknown fields (numbers a newer Flyte may add) are accepted by the decoder and kept on the
- * decoded message, but proto3 JSON cannot carry them, so they do not appear in the result — Go's
- * `protojson` drops unknown fields the same way.
+ * Unknown fields (numbers a newer Flyte may add, or known numbers with another wire type) are
+ * skipped: proto3 JSON cannot carry them, and Go's `protojson` does not print them either.
  */
 export function specFromAnnotation(value: string | undefined, logger?: Logger): Spec | undefined {
   if (value === undefined) return undefined;
@@ -76,12 +76,6 @@ export function specFromAnnotation(value: string | undefined, logger?: Logger): 
   }
   try {
     return fromBinaryToJson(SpecSchema, bytes) as Spec;
-  } catch {
-    // Malformed input (or an edge the fast decoder does not handle): protobuf-es decides, so the
-    // result and the warning's message are always the reference's. Costs a second decode, on bad input only.
-  }
-  try {
-    return toJson(SpecSchema, fromBinary(SpecSchema, bytes)) as Spec;
   } catch (err) {
     logger?.warn("flyte.org/spec annotation is not a valid flyteidl2.app.Spec; app has no spec", {
       error: err instanceof Error ? err.message : String(err),

@@ -45,16 +45,18 @@ const listFile = file(LIST, "flyteidl2.common", [], [
         "LESS_THAN_OR_EQUAL",
         "CONTAINS",
         "VALUE_IN",
+        ["VALUE_NOT_IN", 9],
         ["ENDS_WITH", 12],
         ["NOT_ENDS_WITH", 13],
         ["CONTAINS_CASE_INSENSITIVE", 14],
+        ["EXISTS", 15],
+        ["NOT_EXISTS", 16],
       ],
     }],
     fields: [
       ["function", 1, `enum ${M}.Filter.Function`],
       ["field", 2, "string"],
       ["values", 3, "string", { repeated: true }],
-      ["int_values", 4, "int32", { repeated: true }],
     ],
   },
   {
@@ -99,10 +101,6 @@ const serviceFile = file(SERVICE, "flyteidl2.app", [APP, COMMON, LIST, TASK, "go
     ],
   },
   { name: "App", fields: [["metadata", 1, `${A}.Meta`], ["spec", 2, `${A}.Spec`], ["status", 3, `${A}.Status`]] },
-  {
-    name: "AppWrapper",
-    fields: [["host", 1, "string"], ["app", 2, `${A}.App`, { oneof: "payload" }], ["app_id", 3, `${A}.Identifier`, { oneof: "payload" }]],
-  },
   {
     name: "Condition",
     fields: [

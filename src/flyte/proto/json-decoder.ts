@@ -1,17 +1,25 @@
 /**
- * A binary-protobuf → proto3-JSON decoder that skips the message objects: `fromBinaryToJson(desc, bytes)`
- * returns what `toJson(desc, fromBinary(desc, bytes))` of `@bufbuild/protobuf` v2 returns (same values,
- * same key order), for proto3 messages like `flyteidl2.app.Spec`, several times faster.
+ * A binary-protobuf → proto3-JSON decoder with Go's semantics: `fromBinaryToJson(desc, bytes)` returns
+ * what Flyte's Go code gets from `proto.Unmarshal` (protobuf-go) followed by `protojson.Marshal` (same
+ * values; message keys in field order, map and Struct keys sorted), for proto3 messages like
+ * `flyteidl2.app.Spec`, straight from the bytes (no message objects).
  *
  * Each `DescMessage` is compiled once into a plain field table. Decoding fills one slot array per
  * message (singular values last-wins, sub-messages merged, lists appended, maps keyed last-wins),
- * then writes the JSON object in field-number order, as protobuf-es does. The wire handling mirrors
- * protobuf-es's `BinaryReader` on purpose, malformed input included: a known field is read as its
- * declared type whatever the wire type says, a nested message may run past its declared length,
- * unknown fields (groups too) are skipped, recursion is capped at 100 messages. The output must be
- * identical, so where protobuf-es has a quirk, this copies it.
- *
- * Callers should still treat a throw as "ask protobuf-es": see `specFromAnnotation`.
+ * then writes the JSON object. The wire rules are protobuf-go's (`internal/impl/decode.go`,
+ * `encoding/protowire`), malformed input included, and differ from protobuf-es's in ways that change
+ * the result, which is why this is the only decoder of the annotation:
+ * - a known field whose wire type does not match its declared type is an unknown field (skipped),
+ *   and the rest of the message decodes (protobuf-es reads it as the declared type);
+ * - every length (sub-message, string, packed run, map entry, unknown field) must fit inside its
+ *   enclosing message, or the whole input is rejected (protobuf-es checks only the buffer's end);
+ * - tags are varints of up to 10 bytes with field numbers 1..2^29-1, the 10th byte of a varint must
+ *   be 0 or 1, proto3 strings must be valid UTF-8, nesting is capped at 10,000 (protobuf-go's
+ *   default recursion limit);
+ * - what `protojson` cannot print fails the decode: a Timestamp or Duration out of range, a
+ *   `google.protobuf.Value` with no kind, NaN or ±Infinity.
+ * tests/spec-decoder.test.ts checks it against vectors produced by protobuf-go itself
+ * (tests/oracle/protogo) and against Flyte's own answers (tests/flyte-golden.test.ts).
  * @module
  */
 import { Buffer } from "node:buffer";
@@ -24,6 +32,8 @@ interface Field {
   /** Slot index (the field's position in field-number order). */
   slot: number;
   kind: "scalar" | "message" | "list" | "map";
+  /** The wire type of one value (of an item for lists, of the entry for maps); any other is an unknown field. */
+  wire: number;
   /** Singular scalar/enum, list item or map value: reads one value off the wire. */
   read: () => unknown;
   /** …and turns it into JSON. */
@@ -32,15 +42,13 @@ interface Field {
   isZero?: (v: unknown) => boolean;
   /** Message fields, message list items, message map values. */
   table?: Table;
-  /**
-   * A Struct field outside `Value`: protobuf-es keeps it as a plain JSON object between decode and
-   * `toJson`, and that round trip turns a Value with no kind into `null` (instead of an error).
-   */
-  structAsJson?: boolean;
   /** Lists of numbers/enums: a length-delimited record is a packed run. */
   packable?: boolean;
-  /** Map fields: key reader and the value used when an entry has none. */
+  /** Map fields: key reader (and its wire type), key order, and the value used when an entry has none. */
   readKey?: () => string;
+  keyWire?: number;
+  valueWire?: number;
+  keyOrder?: (a: string, b: string) => number;
   keyZero?: string;
   missing?: () => unknown;
   /** Oneof members: the slots of the other members, cleared when this one is set. */
@@ -58,13 +66,14 @@ interface Table {
 
 type Slots = unknown[];
 
-const RECURSION_LIMIT = 100; // protobuf-es makeReadContext default
+const RECURSION_LIMIT = 10_000; // protobuf-go's protowire.DefaultRecursionLimit
 const TIMESTAMP_MS_MIN = Date.parse("0001-01-01T00:00:00Z");
 const TIMESTAMP_MS_MAX = Date.parse("9999-12-31T23:59:59Z");
 const DURATION_SECONDS_MAX = 315576000000;
 
 // Decoder state: module-level because decoding is synchronous and not re-entrant; plain variables
-// are what the engines optimize best (the hot loop is varint reads).
+// are what the engines optimize best (the hot loop is varint reads). `len` is the end of the
+// innermost length-delimited record being read: nothing may be read past it.
 let buf: Uint8Array = new Uint8Array(0);
 let view: DataView = new DataView(buf.buffer);
 let pos = 0;
@@ -73,7 +82,8 @@ let depth = 0;
 let lo = 0;
 let hi = 0;
 
-// protobuf-es keeps a leading U+FEFF (ignoreBOM) and, for proto3 strings, rejects invalid UTF-8 (fatal).
+// Go keeps a leading U+FEFF (ignoreBOM) and, for proto3 strings, rejects invalid UTF-8 (fatal:
+// surrogates, overlong forms and code points past U+10FFFF, as Go's utf8.Valid).
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 const looseUtf8 = new TextDecoder("utf-8", { ignoreBOM: true });
 const int64View = new DataView(new ArrayBuffer(8));
@@ -83,11 +93,12 @@ const int64View = new DataView(new ArrayBuffer(8));
 let text = "";
 
 function eof(): void {
-  if (pos > len) throw new RangeError("premature EOF");
+  if (pos > len) throw new RangeError("unexpected EOF");
 }
 
-/** protobuf-es `varint32read`: up to 10 bytes, low 32 bits kept. */
+/** protowire `ConsumeVarint` truncated to its low 32 bits: up to 10 bytes, the 10th 0 or 1. */
 function varint32(): number {
+  const start = pos;
   let b = buf[pos++]!;
   if ((b & 0x80) === 0) {
     eof();
@@ -115,12 +126,12 @@ function varint32(): number {
   b = buf[pos++]!;
   result |= (b & 0x0f) << 28;
   for (let n = 5; (b & 0x80) !== 0 && n < 10; n++) b = buf[pos++]!;
-  if ((b & 0x80) !== 0) throw new Error("invalid varint");
   eof();
+  if ((b & 0x80) !== 0 || (pos - start === 10 && b > 1)) throw new Error("variable length integer overflow");
   return result >>> 0;
 }
 
-/** protobuf-es `varint64read`: sets `lo`/`hi`. */
+/** protowire `ConsumeVarint`: sets `lo`/`hi`. */
 function varint64(): void {
   let l = 0;
   let h = 0;
@@ -148,12 +159,14 @@ function varint64(): void {
     h |= (b & 0x7f) << shift;
     if ((b & 0x80) === 0) {
       eof();
+      if (shift === 31 && b > 1) break; // the 10th byte carries bit 63 only
       lo = l;
       hi = h;
       return;
     }
   }
-  throw new Error("invalid varint");
+  eof();
+  throw new Error("variable length integer overflow");
 }
 
 function int64(): bigint {
@@ -170,55 +183,68 @@ function uint64(): bigint {
   return int64View.getBigUint64(0, true);
 }
 
-/** protobuf-es `BinaryReader.tag()`: rejects overlong tags, field number 0 and wire types 6/7. */
+/**
+ * protowire `ConsumeTag`: a varint of up to 10 bytes whose field number is 1..2^29-1; returned as
+ * `number << 3 | wireType` (wire types 6 and 7 are rejected where they are used, as in Go).
+ */
 function tag(): number {
-  const start = pos;
-  const t = varint32();
-  const n = pos - start;
-  if (n > 5 || (n === 5 && buf[pos - 1]! > 0x0f)) throw new Error("illegal tag: varint overflows uint32");
-  if (t >>> 3 <= 0 || (t & 7) > 5) throw new Error(`illegal tag: field no ${t >>> 3} wire type ${t & 7}`);
-  return t;
+  const b = buf[pos]!;
+  if (b < 0x80 && pos < len) {
+    pos++;
+    if (b >>> 3 === 0) throw new Error("invalid field number");
+    return b;
+  }
+  varint64();
+  if (hi !== 0 || lo >>> 3 === 0) throw new Error("invalid field number");
+  return lo >>> 0;
 }
 
-/** protobuf-es `BinaryReader.skip()`: one unknown field; groups must end with their own number. */
+/** A length prefix; the bytes it announces must fit inside the enclosing record. Returns their end. */
+function lengthEnd(): number {
+  const n = varint32();
+  const end = pos + n;
+  if (end > len || n > 0x7fffffff) throw new RangeError("unexpected EOF");
+  return end;
+}
+
+/** protowire `ConsumeFieldValue`: one unknown field; groups must end with their own number. */
 function skip(wireType: number, no: number, limit: number): void {
   switch (wireType) {
     case 0:
-      while (buf[pos++]! & 0x80) { /* varint */ }
-      break;
+      varint64();
+      return;
     case 1:
       pos += 8;
       break;
     case 5:
       pos += 4;
       break;
-    case 2: {
-      const n = varint32();
-      pos += n;
-      break;
-    }
+    case 2:
+      pos = lengthEnd();
+      return;
     case 3:
-      if (limit <= 0) throw new Error("maximum recursion depth reached");
+      if (limit <= 0) throw new Error("exceeded maximum recursion depth");
       for (;;) {
+        if (pos >= len) throw new RangeError("unexpected EOF");
         const t = tag();
         if ((t & 7) === 4) {
-          if (t >>> 3 !== no) throw new Error("invalid end group tag");
-          break;
+          if (t >>> 3 !== no) throw new Error("mismatching end group marker");
+          return;
         }
         skip(t & 7, t >>> 3, limit - 1);
       }
-      break;
+    case 4:
+      throw new Error("unexpected end group marker");
     default:
-      throw new Error(`cant skip wire type ${wireType}`);
+      throw new Error(`reserved wire type ${wireType}`);
   }
   eof();
 }
 
 function string(strict: boolean): string {
-  const n = varint32();
+  const end = lengthEnd();
   const start = pos;
-  pos += n;
-  eof();
+  pos = end;
   let i = start;
   while (i < pos && buf[i]! < 0x80) i++;
   if (i === pos) return text.substring(start, pos);
@@ -226,16 +252,15 @@ function string(strict: boolean): string {
 }
 
 function bytes(): Uint8Array {
-  const n = varint32();
+  const end = lengthEnd();
   const start = pos;
-  pos += n;
-  eof();
+  pos = end;
   return buf.subarray(start, pos);
 }
 
 function bool(): boolean {
   const b = buf[pos]!;
-  if (b < 0x80) {
+  if (b < 0x80 && pos < len) {
     pos++;
     return b !== 0;
   }
@@ -243,48 +268,54 @@ function bool(): boolean {
   return lo !== 0 || hi !== 0;
 }
 
-// DataView reads throw RangeError past the end, like protobuf-es's.
-const double = (): number => view.getFloat64((pos += 8) - 8, true);
-const float = (): number => view.getFloat32((pos += 4) - 4, true);
-const fixed32 = (): number => view.getUint32((pos += 4) - 4, true);
-const sfixed32 = (): number => view.getInt32((pos += 4) - 4, true);
+/** `n` fixed bytes at `pos`, inside the enclosing record; returns where they start. */
+function fixed(n: number): number {
+  pos += n;
+  eof();
+  return pos - n;
+}
+const double = (): number => view.getFloat64(fixed(8), true);
+const float = (): number => view.getFloat32(fixed(4), true);
+const fixed32 = (): number => view.getUint32(fixed(4), true);
+const sfixed32 = (): number => view.getInt32(fixed(4), true);
 function fixed64(signed: boolean): bigint {
   int64View.setInt32(0, sfixed32(), true);
   int64View.setInt32(4, sfixed32(), true);
   return signed ? int64View.getBigInt64(0, true) : int64View.getBigUint64(0, true);
 }
 
-/** Reader, JSON writer and default test for a scalar type (protobuf-es `compileScalarReader`/`compileScalarValue`). */
-function scalar(type: ScalarType, strict: boolean): Pick<Field, "read" | "json" | "isZero"> {
+/** Reader, wire type, JSON writer (protojson's) and default test for a scalar type. */
+function scalar(type: ScalarType, strict: boolean): Pick<Field, "read" | "json" | "isZero" | "wire"> {
   const same = (v: unknown) => v;
   const str = (v: unknown) => String(v);
   const zeroNum = (v: unknown) => v === 0;
   const zeroLong = (v: unknown) => v === 0n;
   switch (type) {
     case ScalarType.STRING:
-      return { read: () => string(strict), json: same, isZero: (v) => v === "" };
+      return { wire: 2, read: () => string(strict), json: same, isZero: (v) => v === "" };
     case ScalarType.BOOL:
-      return { read: bool, json: same, isZero: (v) => v === false };
+      return { wire: 0, read: bool, json: same, isZero: (v) => v === false };
     case ScalarType.INT32:
-      return { read: () => varint32() | 0, json: same, isZero: zeroNum };
+      return { wire: 0, read: () => varint32() | 0, json: same, isZero: zeroNum };
     case ScalarType.UINT32:
-      return { read: varint32, json: same, isZero: zeroNum };
+      return { wire: 0, read: varint32, json: same, isZero: zeroNum };
     case ScalarType.SINT32:
-      return { read: () => { const z = varint32(); return (z >>> 1) ^ -(z & 1); }, json: same, isZero: zeroNum };
+      return { wire: 0, read: () => { const z = varint32(); return (z >>> 1) ^ -(z & 1); }, json: same, isZero: zeroNum };
     case ScalarType.FIXED32:
-      return { read: fixed32, json: same, isZero: zeroNum };
+      return { wire: 5, read: fixed32, json: same, isZero: zeroNum };
     case ScalarType.SFIXED32:
-      return { read: sfixed32, json: same, isZero: zeroNum };
+      return { wire: 5, read: sfixed32, json: same, isZero: zeroNum };
     case ScalarType.INT64:
-      return { read: int64, json: str, isZero: zeroLong };
+      return { wire: 0, read: int64, json: str, isZero: zeroLong };
     case ScalarType.UINT64:
-      return { read: uint64, json: str, isZero: zeroLong };
+      return { wire: 0, read: uint64, json: str, isZero: zeroLong };
     case ScalarType.FIXED64:
-      return { read: () => fixed64(false), json: str, isZero: zeroLong };
+      return { wire: 1, read: () => fixed64(false), json: str, isZero: zeroLong };
     case ScalarType.SFIXED64:
-      return { read: () => fixed64(true), json: str, isZero: zeroLong };
+      return { wire: 1, read: () => fixed64(true), json: str, isZero: zeroLong };
     case ScalarType.SINT64:
       return {
+        wire: 0,
         read: () => {
           varint64();
           const s = -(lo & 1);
@@ -298,12 +329,14 @@ function scalar(type: ScalarType, strict: boolean): Pick<Field, "read" | "json" 
     case ScalarType.DOUBLE:
     case ScalarType.FLOAT:
       return {
+        wire: type === ScalarType.DOUBLE ? 1 : 5,
         read: type === ScalarType.DOUBLE ? double : float,
         json: (v) => Number.isNaN(v) ? "NaN" : v === Infinity ? "Infinity" : v === -Infinity ? "-Infinity" : v,
         isZero: (v) => Object.is(v, 0), // -0 is printed
       };
     case ScalarType.BYTES:
       return {
+        wire: 2,
         read: bytes,
         json: (v) => {
           const b = v as Uint8Array;
@@ -317,15 +350,34 @@ function scalar(type: ScalarType, strict: boolean): Pick<Field, "read" | "json" 
 }
 
 /** Enum: read as int32 (proto3 enums are open); printed by name, unknown numbers as the number. */
-function enumType(field: DescField & { enum: NonNullable<DescField["enum"]> }): Pick<Field, "read" | "json" | "isZero"> {
+function enumType(field: DescField & { enum: NonNullable<DescField["enum"]> }): Pick<Field, "read" | "json" | "isZero" | "wire"> {
   if (!field.enum.open) throw new Error(`closed enum ${field.enum.typeName} not supported`);
   if (field.enum.typeName === "google.protobuf.NullValue") {
-    return { read: () => varint32() | 0, json: () => null, isZero: (v) => v === field.enum.values[0]!.number };
+    return { wire: 0, read: () => varint32() | 0, json: () => null, isZero: (v) => v === field.enum.values[0]!.number };
   }
   const names = new Map<number, string>(field.enum.values.map((v) => [v.number, v.jsonName]));
   const zero = field.enum.values[0]!.number;
-  return { read: () => varint32() | 0, json: (v) => names.get(v as number) ?? v, isZero: (v) => v === zero };
+  return { wire: 0, read: () => varint32() | 0, json: (v) => names.get(v as number) ?? v, isZero: (v) => v === zero };
 }
+
+/**
+ * Go's string order (bytes of UTF-8, i.e. code points), which protojson sorts map keys by. UTF-16
+ * code units order the same except surrogates (U+10000 and up), which must sort after U+E000–U+FFFF.
+ */
+export function codePointOrder(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    let x = a.charCodeAt(i);
+    let y = b.charCodeAt(i);
+    if (x === y) continue;
+    if (x >= 0xd800) x = x < 0xe000 ? x + 0x2000 : x - 0x800;
+    if (y >= 0xd800) y = y < 0xe000 ? y + 0x2000 : y - 0x800;
+    return x - y;
+  }
+  return a.length - b.length;
+}
+const numericOrder = (a: string, b: string): number => (BigInt(a) < BigInt(b) ? -1 : BigInt(a) > BigInt(b) ? 1 : 0);
+const boolOrder = (a: string, b: string): number => (a === b ? 0 : a === "false" ? -1 : 1);
 
 /** Object property, `__proto__` included (protobuf-es `setOwn`). */
 function setOwn(obj: Record<string, unknown>, key: string, value: unknown): void {
@@ -353,9 +405,9 @@ function compile(desc: DescMessage): Table {
       case "enum":
         return field({ ...base, kind: "scalar", ...enumType(f) });
       case "message":
-        return field({ ...base, kind: "message", table: compile(f.message) });
+        return field({ ...base, kind: "message", wire: 2, table: compile(f.message) });
       case "list": {
-        if (f.listKind === "message") return field({ ...base, kind: "list", table: compile(f.message) });
+        if (f.listKind === "message") return field({ ...base, kind: "list", wire: 2, table: compile(f.message) });
         const item = f.listKind === "enum" ? enumType(f) : scalar(f.scalar, f.utf8Validation);
         const packable = f.listKind === "enum" || (f.scalar !== ScalarType.STRING && f.scalar !== ScalarType.BYTES);
         return field({ ...base, kind: "list", ...item, packable });
@@ -365,21 +417,21 @@ function compile(desc: DescMessage): Table {
         // Map keys are object keys: protobuf-es stringifies them (`String(true)`, `String(5n)`).
         const readKey = () => String(keyType.read());
         const keyZero = String(f.mapKey === ScalarType.BOOL ? false : f.mapKey === ScalarType.STRING ? "" : 0);
-        const map = { ...base, kind: "map" as const, readKey, keyZero };
-        if (f.mapKind === "message") return field({ ...map, table: compile(f.message), missing: () => [] });
-        const value = f.mapKind === "enum" ? enumType(f) : scalar(f.scalar, f.utf8Validation);
+        const keyOrder = f.mapKey === ScalarType.STRING ? codePointOrder : f.mapKey === ScalarType.BOOL ? boolOrder : numericOrder;
+        const map = { ...base, kind: "map" as const, wire: 2, readKey, keyWire: keyType.wire, keyZero, keyOrder };
+        if (f.mapKind === "message") return field({ ...map, valueWire: 2, table: compile(f.message), missing: () => [] });
+        const { wire: valueWire, ...value } = f.mapKind === "enum" ? enumType(f) : scalar(f.scalar, f.utf8Validation);
         const zero = f.mapKind === "enum" ? f.enum.values[0]!.number
           : f.scalar === ScalarType.BYTES ? new Uint8Array(0)
           : f.scalar === ScalarType.STRING ? "" : f.scalar === ScalarType.BOOL ? false
           : f.scalar === ScalarType.INT64 || f.scalar === ScalarType.UINT64 || f.scalar === ScalarType.SINT64 ||
               f.scalar === ScalarType.FIXED64 || f.scalar === ScalarType.SFIXED64 ? 0n : 0;
-        return field({ ...map, ...value, missing: () => zero });
+        return field({ ...map, ...value, valueWire, missing: () => zero });
       }
     }
   });
   for (const f of fields) {
     const d = sorted[f.slot]!;
-    f.structAsJson = d.message?.typeName === "google.protobuf.Struct" && desc.typeName !== "google.protobuf.Value";
     if (d.oneof) f.siblings = d.oneof.fields.filter((o) => o !== d).map((o) => sorted.indexOf(o));
     // Implicit presence only for proto3 scalars outside a oneof; everything else prints when set.
     if (f.kind !== "scalar" || d.oneof || d.presence !== 2 /* IMPLICIT */) f.isZero = undefined;
@@ -395,26 +447,29 @@ function noRead(): never {
 }
 
 /** Every Field with the same properties in the same order: one hidden class, so the hot loops stay monomorphic. */
-function field(p: Partial<Field> & Pick<Field, "no" | "key" | "slot" | "kind">): Field {
+function field(p: Partial<Field> & Pick<Field, "no" | "key" | "slot" | "kind" | "wire">): Field {
   return {
     no: p.no,
     key: p.key,
     slot: p.slot,
     kind: p.kind,
+    wire: p.wire,
     read: p.read ?? noRead,
     json: p.json ?? noRead,
     isZero: p.isZero,
     table: p.table,
-    structAsJson: false,
     packable: p.packable ?? false,
     readKey: p.readKey,
+    keyWire: p.keyWire,
+    valueWire: p.valueWire,
+    keyOrder: p.keyOrder,
     keyZero: p.keyZero,
     missing: p.missing,
     siblings: undefined,
   };
 }
 
-/** JSON of the well-known types with a custom representation (protobuf-es `to-json.ts`). */
+/** JSON of the well-known types with a custom representation (Go `protojson`'s, errors included). */
 function wkt(typeName: string, t: Table): Table["wkt"] {
   if (!typeName.startsWith("google.protobuf.")) return undefined;
   switch (typeName) {
@@ -438,6 +493,7 @@ function wkt(typeName: string, t: Table): Table["wkt"] {
         const nanos = (s[1] ?? 0) as number;
         const n = Number(seconds);
         if (n > DURATION_SECONDS_MAX || n < -DURATION_SECONDS_MAX) throw new Error("Duration out of range");
+        if (nanos <= -1e9 || nanos >= 1e9) throw new Error("Duration nanos out of range");
         if ((n > 0 && nanos < 0) || (n < 0 && nanos > 0)) throw new Error("Duration nanos sign must match seconds sign");
         let text = seconds.toString();
         if (nanos !== 0) {
@@ -451,61 +507,70 @@ function wkt(typeName: string, t: Table): Table["wkt"] {
         return text + "s";
       };
     case "google.protobuf.Struct":
-      return (s) => structJson(s, t, false);
+      return (s) => structJson(s, t);
     case "google.protobuf.Value":
-      return (s) => valueJson(s, t, false);
+      return (s) => valueJson(s, t);
     case "google.protobuf.ListValue":
-      return (s) => listJson(s, t, false);
+      return (s) => listJson(s, t);
     default:
       throw new Error(`${typeName} not supported`);
   }
 }
 
-// Struct, Value, ListValue; `kindless` is what a Value without a kind becomes: `null` under a
-// Struct field (see `Field.structAsJson`), an error otherwise (protobuf-es `valueToJson`).
-function structJson(s: Slots, t: Table, kindless: boolean): Record<string, unknown> {
+/** A map's entries as a JSON object, keys in Go's order (protojson sorts them). */
+function mapJson(f: Field, map: Map<string, unknown>, value: (v: unknown) => unknown): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  const map = s[0] as Map<string, Slots> | undefined;
-  if (map) for (const [k, v] of map) setOwn(out, k, valueJson(v, t.fields[0]!.table!, kindless));
+  const keys = [...map.keys()];
+  if (keys.length > 1) keys.sort(f.keyOrder);
+  for (const k of keys) setOwn(out, k, value(map.get(k)));
   return out;
 }
 
-function listJson(s: Slots, t: Table, kindless: boolean): unknown[] {
-  return ((s[0] ?? []) as Slots[]).map((v) => valueJson(v, t.fields[0]!.table!, kindless));
+// Struct, Value, ListValue: a Value with no kind, NaN or ±Infinity cannot be printed (protojson errors).
+function structJson(s: Slots, t: Table): Record<string, unknown> {
+  const map = s[0] as Map<string, Slots> | undefined;
+  const fields = t.fields[0]!;
+  return map ? mapJson(fields, map, (v) => valueJson(v as Slots, fields.table!)) : {};
+}
+
+function listJson(s: Slots, t: Table): unknown[] {
+  return ((s[0] ?? []) as Slots[]).map((v) => valueJson(v, t.fields[0]!.table!));
 }
 
 /** google.protobuf.Value: fields 1–6 are the `kind` oneof (null, number, string, bool, struct, list). */
-function valueJson(s: Slots, t: Table, kindless: boolean): unknown {
+function valueJson(s: Slots, t: Table): unknown {
   for (let i = 0; i < 6; i++) {
     const v = s[i];
     if (v === undefined) continue;
     if (i === 0) return null;
-    if (i === 1 && !Number.isFinite(v)) throw new Error("google.protobuf.Value cannot be NaN or Infinity");
-    if (i === 4) return structJson(v as Slots, t.fields[4]!.table!, kindless);
-    if (i === 5) return listJson(v as Slots, t.fields[5]!.table!, kindless);
+    if (i === 1 && !Number.isFinite(v)) throw new Error(`google.protobuf.Value: invalid ${v} value`);
+    if (i === 4) return structJson(v as Slots, t.fields[4]!.table!);
+    if (i === 5) return listJson(v as Slots, t.fields[5]!.table!);
     return v;
   }
-  if (kindless) return null;
-  throw new Error("google.protobuf.Value must have a value");
+  throw new Error("google.protobuf.Value: none of the oneof fields is set");
 }
 
-/** JSON of a message-typed value of field `f`. */
-function messageJson(f: Field, s: Slots): unknown {
-  return f.structAsJson ? structJson(s, f.table!, true) : json(f.table!, s);
-}
-
-/** Reads one message body into `s` (merging), like protobuf-es `compileMessageReader`. */
+/**
+ * Reads one message body (`pos` up to `end`) into `s`, merging, like protobuf-go's `unmarshalPointer`:
+ * nothing inside may reach past `end`.
+ */
 function readMessage(t: Table, s: Slots, end: number): void {
-  if (++depth > RECURSION_LIMIT) throw new Error(`cannot decode ${t.name} from binary: maximum recursion depth`);
+  if (++depth > RECURSION_LIMIT) throw new Error(`cannot decode ${t.name}: exceeded maximum recursion depth`);
+  const outer = len;
+  len = end;
   while (pos < end) {
     const tg = tag();
+    const wire = tg & 7;
     const f = t.byNo[tg >>> 3];
-    if (f === undefined) skip(tg & 7, tg >>> 3, RECURSION_LIMIT - depth);
-    else readField(f, s, tg & 7);
+    if (f === undefined || (wire !== f.wire && !(wire === 2 && f.packable))) skip(wire, tg >>> 3, RECURSION_LIMIT - depth);
+    else readField(f, s, wire);
   }
+  len = outer;
   depth--;
 }
 
+/** Reads a value of `f` whose wire type matched. */
 function readField(f: Field, s: Slots, wireType: number): void {
   if (f.siblings) {
     // Setting a oneof member clears the others; a message member only merges into itself.
@@ -517,7 +582,7 @@ function readField(f: Field, s: Slots, wireType: number): void {
       return;
     case "message": {
       const child = (s[f.slot] ?? []) as Slots;
-      readMessage(f.table!, child, varint32() + pos);
+      readMessage(f.table!, child, lengthEnd());
       s[f.slot] = child;
       return;
     }
@@ -525,11 +590,14 @@ function readField(f: Field, s: Slots, wireType: number): void {
       const items = (s[f.slot] ??= []) as unknown[];
       if (f.table) {
         const child: Slots = [];
-        readMessage(f.table, child, varint32() + pos);
+        readMessage(f.table, child, lengthEnd());
         items.push(child);
       } else if (wireType === 2 && f.packable) {
-        const end = varint32() + pos;
+        const end = lengthEnd();
+        const outer = len;
+        len = end;
         while (pos < end) items.push(f.read());
+        len = outer;
       } else {
         items.push(f.read());
       }
@@ -537,29 +605,32 @@ function readField(f: Field, s: Slots, wireType: number): void {
     }
     case "map": {
       const map = (s[f.slot] ??= new Map()) as Map<string, unknown>;
-      const n = varint32();
-      const end = pos + n;
+      const end = lengthEnd();
+      const outer = len;
+      len = end;
       let key: string | undefined;
       let val: unknown;
       while (pos < end) {
         const tg = tag();
         const no = tg >>> 3;
-        if (no === 1) key = f.readKey!();
-        else if (no === 2) {
+        const wire = tg & 7;
+        if (no === 1 && wire === f.keyWire) key = f.readKey!();
+        else if (no === 2 && wire === f.valueWire) {
           if (f.table) {
             const child = (val ?? []) as Slots; // a repeated value merges within its entry
-            readMessage(f.table, child, varint32() + pos);
+            readMessage(f.table, child, lengthEnd());
             val = child;
           } else val = f.read();
-        } else skip(tg & 7, no, RECURSION_LIMIT - depth);
+        } else skip(wire, no, RECURSION_LIMIT - depth);
       }
+      len = outer;
       map.set(key ?? f.keyZero!, val === undefined ? f.missing!() : val);
       return;
     }
   }
 }
 
-/** A decoded message's slots → its proto3 JSON. */
+/** A decoded message's slots → its proto3 JSON (Go `protojson`: fields in number order, defaults omitted). */
 function json(t: Table, s: Slots): unknown {
   if (t.wkt) return t.wkt(s);
   const out: Record<string, unknown> = {};
@@ -571,18 +642,18 @@ function json(t: Table, s: Slots): unknown {
         if (!f.isZero?.(v)) out[f.key] = f.json(v);
         break;
       case "message":
-        out[f.key] = messageJson(f, v as Slots);
+        out[f.key] = json(f.table!, v as Slots);
         break;
       case "list": {
         const items = v as unknown[];
         if (items.length === 0) break;
-        out[f.key] = f.table ? items.map((i) => messageJson(f, i as Slots)) : items.map(f.json);
+        out[f.key] = f.table ? items.map((i) => json(f.table!, i as Slots)) : items.map(f.json);
         break;
       }
       case "map": {
-        const obj: Record<string, unknown> = {};
-        for (const [k, val] of v as Map<string, unknown>) setOwn(obj, k, f.table ? messageJson(f, val as Slots) : f.json(val));
-        out[f.key] = obj;
+        const map = v as Map<string, unknown>;
+        if (map.size === 0) break;
+        out[f.key] = mapJson(f, map, f.table ? (val) => json(f.table!, val as Slots) : f.json);
         break;
       }
     }
@@ -591,10 +662,9 @@ function json(t: Table, s: Slots): unknown {
 }
 
 /**
- * Binary protobuf → proto3 JSON, equal to `toJson(desc, fromBinary(desc, data))` of `@bufbuild/protobuf`
- * (default options). Throws on malformed input, and on anything protobuf-es's `toJson` rejects.
- * Also throws, at first use of a message type, if its closure uses something this decoder does not
- * handle (closed enums, groups, Any, wrappers, FieldMask): callers fall back to protobuf-es then.
+ * Binary protobuf → proto3 JSON, as Go's `proto.Unmarshal` + `protojson.Marshal` give it. Throws on
+ * what either rejects. Also throws, at first use of a message type, if its closure uses something
+ * this decoder does not handle (closed enums, groups, Any, wrappers, FieldMask).
  */
 export function fromBinaryToJson(desc: DescMessage, data: Uint8Array): unknown {
   let t: Table;

@@ -169,16 +169,7 @@ const coreFile = file(CORE, "flyteidl2.core", ["google/protobuf/struct.proto", "
       ["time_partition", 4, `${C}.TimePartition`],
     ],
   },
-  { name: "ArtifactTag", fields: [["artifact_key", 1, `${C}.ArtifactKey`], ["value", 2, `${C}.LabelValue`]] },
-  {
-    name: "ArtifactQuery",
-    fields: [
-      ["artifact_id", 1, `${C}.ArtifactID`, { oneof: "identifier" }],
-      ["artifact_tag", 2, `${C}.ArtifactTag`, { oneof: "identifier" }],
-      ["uri", 3, "string", { oneof: "identifier" }],
-      ["binding", 4, `${C}.ArtifactBindingData`, { oneof: "identifier" }],
-    ],
-  },
+  { name: "ArtifactVersionId", fields: [["key", 1, `${C}.ArtifactKey`], ["version", 2, "string"]] },
 ], [
   { name: "Granularity", values: ["UNSET", "MINUTE", "HOUR", "DAY", "MONTH"] },
   { name: "Operator", values: ["MINUS", "PLUS"] },
@@ -291,6 +282,7 @@ const commonFile = file(COMMON, "flyteidl2.common", [], [
       "ROLE_TYPE_SERVERLESS_VIEWER",
       "ROLE_TYPE_SERVERLESS_CONTRIBUTOR",
       "ROLE_TYPE_SUPPORT",
+      "ROLE_TYPE_SYSTEM_PROVISIONED_ACCESS",
     ],
   },
   {
@@ -313,6 +305,7 @@ const commonFile = file(COMMON, "flyteidl2.common", [], [
       "ACTION_EDIT_CLUSTER_RELATED_ATTRIBUTES",
       "ACTION_EDIT_UNUSED_ATTRIBUTES",
       "ACTION_SUPPORT_SYSTEM_LOGS",
+      "ACTION_VIEW_IDENTITIES",
     ],
   },
 ]);
@@ -361,9 +354,8 @@ const appFile = file(APP, "flyteidl2.app", [CORE, COMMON, "google/protobuf/durat
     fields: [
       ["name", 1, "string"],
       ["string_value", 2, "string", { oneof: "value" }],
-      ["artifact_query", 3, `${C}.ArtifactQuery`, { oneof: "value" }],
-      ["artifact_id", 4, `${C}.ArtifactID`, { oneof: "value" }],
       ["app_id", 5, `${A}.Identifier`, { oneof: "value" }],
+      ["artifact_id", 6, `${C}.ArtifactVersionId`, { oneof: "value" }],
     ],
   },
   { name: "InputList", fields: [["items", 1, `${A}.Input`, { repeated: true }]] },
