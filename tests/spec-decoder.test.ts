@@ -1,14 +1,19 @@
 /**
  * Differential tests: `fromBinaryToJson` (src/flyte/proto/json-decoder.ts) must give exactly what
- * `@bufbuild/protobuf`'s `toJson(fromBinary(…))` gives for `flyteidl2.app.Spec` — same values, same key
- * order (compared as `JSON.stringify` text) — and must fail whenever protobuf-es fails.
+ * Flyte's Go code gets from protobuf-go's `proto.Unmarshal` + `protojson.Marshal` for
+ * `flyteidl2.app.Spec` — same values, same key order — and must fail whenever Go fails. Go's answers
+ * for every input here are in tests/fixtures/protogo (see tests/helpers/protogo.ts); the last test
+ * re-derives them from protobuf-go itself where Go is installed (CI).
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { appendFileSync } from "node:fs";
 import { type DescField, type DescMessage, fromBinary, fromJson, type JsonValue, ScalarType, toBinary, toJson } from "@bufbuild/protobuf";
 import { SpecSchema } from "../src/flyte/proto/spec_pb.ts";
 import { fromBinaryToJson } from "../src/flyte/proto/json-decoder.ts";
 import { decodeStdBase64, encodeStdBase64, specFromAnnotation } from "../src/flyte/spec.ts";
+import { runtimeName } from "../src/runtime.ts";
+import { hex, loadAnswers, oracleSkip, runOracle } from "./helpers/protogo.ts";
 
 /** mulberry32: small seeded PRNG so failures reproduce. */
 function rng(seed: number) {
@@ -33,25 +38,41 @@ function run(f: () => unknown): Outcome {
     return { ok: false, error: err instanceof Error ? err.message : String(err) };
   }
 }
-const reference = (b: Uint8Array) => run(() => toJson(SpecSchema, fromBinary(SpecSchema, b)));
-const fast = (b: Uint8Array) => run(() => fromBinaryToJson(SpecSchema, b));
-const hex = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+const GO = loadAnswers();
+/** `PROTOGO_COLLECT=file`: record every input (for `npm run oracle:protogo`) instead of checking it. */
+const COLLECT = typeof process !== "undefined" ? process.env.PROTOGO_COLLECT : undefined;
 
-/** Both fail, or both give the same JSON text; returns the reference outcome. */
+/** Go's outcome for `b` (JSON text normalised through JS objects, like ours). */
+function reference(b: Uint8Array): Outcome {
+  const answer = GO.get(hex(b));
+  if (!answer) assert.fail(`no protobuf-go answer for ${hex(b)}: run \`npm run oracle:protogo\` (needs Go) and commit tests/fixtures/protogo`);
+  return answer.ok ? { ok: true, json: JSON.stringify(JSON.parse(answer.json!)) } : { ok: false, error: `${answer.stage}: ${answer.error}` };
+}
+const fast = (b: Uint8Array) => run(() => fromBinaryToJson(SpecSchema, b));
+
+/** Both fail, or both give the same JSON text; returns Go's outcome. */
 function same(b: Uint8Array, label = ""): Outcome {
+  if (COLLECT) {
+    appendFileSync(COLLECT, "x" + hex(b) + "\n");
+    return fast(b);
+  }
   const ref = reference(b);
   const got = fast(b);
   if (ref.ok !== got.ok || (ref.ok && got.ok && ref.json !== got.json)) {
-    assert.fail(`${label} bytes ${hex(b)}\n reference: ${JSON.stringify(ref)}\n fast:      ${JSON.stringify(got)}`);
+    assert.fail(`${label} bytes ${hex(b)}\n protobuf-go: ${JSON.stringify(ref)}\n appwatch:    ${JSON.stringify(got)}`);
   }
   return ref;
 }
 const ok = (b: Uint8Array, label = "") => {
   const r = same(b, label);
-  assert.ok(r.ok, `${label}: reference failed: ${!r.ok && r.error}`);
+  if (COLLECT) return r.ok ? JSON.parse(r.json) as Record<string, unknown> : {};
+  assert.ok(r.ok, `${label}: protobuf-go failed: ${!r.ok && r.error}`);
   return JSON.parse(r.json) as Record<string, unknown>;
 };
-const fails = (b: Uint8Array, label = "") => assert.equal(same(b, label).ok, false, `${label} should fail`);
+const fails = (b: Uint8Array, label = "") => {
+  const r = same(b, label);
+  if (!COLLECT) assert.equal(r.ok, false, `${label} should fail`);
+};
 
 // ---- random Spec messages, generated from the descriptors so every field of the closure is hit ----
 
@@ -193,7 +214,7 @@ const UNKNOWN = (no: number) =>
 const entry = (k: string, value: Part) => L(1, S(1, k), L(2, value));
 const POD = (...structBody: Part[]) => L(2, L(2, ...structBody)); // Spec.pod.pod_spec
 
-describe("fromBinaryToJson vs protobuf-es (flyteidl2.app.Spec)", () => {
+describe("fromBinaryToJson vs protobuf-go (flyteidl2.app.Spec)", () => {
   test("3,000 seeded random Specs covering the whole descriptor closure", () => {
     const r = rng(20261130);
     const seen = new Set<string>();
@@ -259,58 +280,54 @@ describe("fromBinaryToJson vs protobuf-es (flyteidl2.app.Spec)", () => {
     fails(bytes(key(100, 3), key(101, 4)), "mismatched end group");
     fails(bytes(key(100, 4)), "stray end group");
     fails(bytes(key(100, 3)), "unterminated group");
-    const deep: number[] = [];
-    for (let i = 0; i < 120; i++) deep.push(...key(100, 3));
-    for (let i = 0; i < 120; i++) deep.push(...key(100, 4));
-    fails(new Uint8Array(deep), "groups nested past the recursion limit");
+    const groups = (n: number) => {
+      const deep: number[] = [];
+      for (let i = 0; i < n; i++) deep.push(...key(100, 3));
+      for (let i = 0; i < n; i++) deep.push(...key(100, 4));
+      return new Uint8Array(deep);
+    };
+    ok(groups(10_001), "groups nested 10,001 deep (protobuf-es stops at 100)");
+    fails(groups(10_002), "groups nested past Go's recursion limit");
   });
 
   test("maps: missing key/value, duplicate keys, key order, message values", () => {
     const labels = (...entries: Part[]) => bytes(L(2, L(1, ...entries.map((e) => L(1, e)))));
     assert.deepEqual(ok(labels(S(2, "v"), S(1, "k"), [])), { pod: { metadata: { labels: { "": "", k: "" } } } });
     const dup = ok(labels(cat(S(1, "b"), S(2, "1")), cat(S(1, "a"), S(2, "2")), cat(S(1, "b"), S(2, "3")), cat(S(1, "10"), S(2, "x")), cat(S(1, "2"), S(2, "y")), cat(S(2, "z"), S(1, "__proto__"))));
-    assert.equal(JSON.stringify(dup), JSON.stringify({ pod: { metadata: { labels: JSON.parse('{"2":"y","10":"x","b":"3","a":"2","__proto__":"z"}') } } }));
+    // protojson sorts map keys (Go string order); JS objects put integer-like keys first anyway
+    assert.equal(JSON.stringify(dup), JSON.stringify({ pod: { metadata: { labels: JSON.parse('{"2":"y","10":"x","__proto__":"z","a":"2","b":"3"}') } } }));
+    const sorted = ok(labels(cat(S(1, "😀"), S(2, "1")), cat(S(1, "\uffee"), S(2, "2")), cat(S(1, "é"), S(2, "3")), cat(S(1, "Z"), S(2, "4"))));
+    assert.deepEqual(Object.keys((sorted as { pod: { metadata: { labels: object } } }).pod.metadata.labels), ["Z", "é", "\uffee", "😀"]);
     ok(labels(cat(S(1, "a"), S(1, "b"), S(2, "1"), S(2, "2"))), "repeated key and value inside one entry");
-    // Partitions.value: map<string, LabelValue> (Spec.inputs.items[0].artifact_id.partitions)
-    const parts = (...entries: Part[]) => bytes(L(13, L(1, L(4, L(3, ...entries.map((e) => L(1, e)))))));
-    ok(parts(S(1, "k")), "message value missing");
-    ok(parts(cat(S(1, "k"), L(2, S(1, "a")), L(2, L(4, S(1, "v"))))), "message value twice in one entry: merged");
-    ok(parts(cat(S(1, "k"), L(2, S(1, "a"))), cat(S(1, "k"), L(2, L(4, S(1, "v"))))), "key twice: replaced");
-    // Struct entries: a missing Value is an empty Value; under a Struct field protobuf-es prints it as null
-    assert.deepEqual(ok(bytes(POD(L(1, S(1, "k"))))), { pod: { podSpec: { k: null } } });
-    assert.deepEqual(ok(bytes(POD(entry("k", []), entry("l", L(6, L(1), L(1, L(5, entry("m", [])))))))), {
-      pod: { podSpec: { k: null, l: [null, { m: null }] } },
-    });
+    // Struct.fields: map<string, Value>, the message-valued map of the closure
+    fails(bytes(POD(L(1, S(1, "k")))), "message value missing: an empty Value, which protojson cannot print");
+    assert.deepEqual(ok(bytes(POD(L(1, S(1, "k"), L(2, S(3, "a")), L(2, V(4, 1)))))), { pod: { podSpec: { k: true } } });
+    ok(bytes(POD(L(1, S(1, "k"), L(2, S(3, "a"))), L(1, S(1, "k"), L(2, L(5, entry("v", V(1, 0))))))), "key twice: replaced");
+    fails(bytes(POD(entry("k", []), entry("l", L(6, L(1), L(1, L(5, entry("m", []))))))), "Values with no kind (protobuf-es prints null)");
+    // wrong wire types inside an entry: skipped like unknown fields
+    assert.deepEqual(ok(labels(cat(V(1, 5), S(1, "k"), V(2, 1), S(2, "v")))), { pod: { metadata: { labels: { k: "v" } } } });
   });
 
   test("well-known types: Timestamp, Duration, Struct/Value/ListValue", () => {
-    // LabelValue.time_value via Spec.inputs.items[0].artifact_id.time_partition.value
-    const ts = (...b: Part[]) => bytes(L(13, L(1, L(4, L(4, L(1, L(2, ...b)))))));
-    for (const nanos of [0, 1, 1000, 1000000, 123456789, 100000000, 999999999]) ok(ts(V(1, 1700000000), V(2, nanos)), `ts nanos ${nanos}`);
-    ok(ts(), "epoch");
-    ok(ts(V(1, -62135596800)), "year 1");
-    ok(ts(V(1, 253402300799)), "year 9999");
-    fails(ts(V(1, 253402300800)), "past 9999");
-    fails(ts(V(1, -62135596801)), "before year 1");
-    fails(ts(V(2, -1)), "negative nanos");
-    fails(ts(V(2, 1000000000)), "nanos too big");
+    // (no Timestamp is reachable from Spec since Input.artifact_id became ArtifactVersionId)
     // AutoscalingConfig.scaledown_period
     const dur = (...b: Part[]) => bytes(L(3, L(2, ...b)));
     for (const [s, n] of [[0, 0], [1, 0], [1, 500000000], [-1, -500000000], [0, -1000], [0, 1], [315576000000, 0], [-315576000000, 0], [5, 123456]]) ok(dur(V(1, s!), V(2, n!)), `dur ${s} ${n}`);
     fails(dur(V(1, 315576000001)), "duration too long");
     fails(dur(V(1, 1), V(2, -1)), "duration sign mismatch");
     fails(dur(V(1, -1), V(2, 1)), "duration sign mismatch 2");
+    fails(dur(V(2, 1_000_000_000)), "duration nanos out of range");
     // Value kinds, NaN/Infinity, nested lists, last kind wins
     ok(bytes(POD(entry("n", V(1, 0)), entry("d", F64(2, -0)), entry("s", S(3, "x")), entry("b", V(4, 1)), entry("o", L(5, entry("i", F64(2, 2)))), entry("l", L(6, L(1, F64(2, 1)), L(1, V(1, 0)), L(1, L(6)))))), "value kinds");
     ok(bytes(POD(entry("k", cat(S(3, "x"), F64(2, 3), V(4, 0))))), "last kind wins");
     for (const x of [NaN, Infinity, -Infinity]) fails(bytes(POD(entry("k", F64(2, x)))), `number_value ${x}`);
-    ok(bytes(POD(entry("k", L(6, L(1))))), "list with an empty Value");
+    fails(bytes(POD(entry("k", L(6, L(1))))), "list with an empty Value (protojson cannot print it)");
     // pod_spec twice: the Struct maps merge, a key repeated is replaced
-    ok(bytes(POD(entry("a", S(3, "1")), entry("b", [])), POD(entry("a", F64(2, 2)), entry("c", V(4, 1)))), "struct merge");
-    // Struct nested 40 deep is fine; 120 deep exceeds the recursion limit
+    ok(bytes(POD(entry("a", S(3, "1")), entry("b", V(1, 0))), POD(entry("a", F64(2, 2)), entry("c", V(4, 1)))), "struct merge");
+    // Struct nested 40 and 120 deep is fine (Go's limit is 10,000 messages)
     const nest = (n: number): number[] => (n === 0 ? [] : entry("k", L(5, nest(n - 1))));
     ok(bytes(POD(nest(40))), "deep struct");
-    fails(bytes(POD(nest(120))), "too deep struct");
+    ok(bytes(POD(nest(120))), "deeper struct");
   });
 
   test("strings: UTF-8 validation, BOM, long and non-ASCII", () => {
@@ -322,7 +339,7 @@ describe("fromBinaryToJson vs protobuf-es (flyteidl2.app.Spec)", () => {
     fails(bytes(L(2, L(1, L(1, L(1, [0xc3]))))), "invalid UTF-8 map key");
   });
 
-  test("malformed input fails like protobuf-es", () => {
+  test("malformed input and protobuf-go's wire rules", () => {
     const cases: [string, number[]][] = [
       ["field number 0", [0x00, 0x01]],
       ["wire type 6", [0x0e]],
@@ -332,16 +349,28 @@ describe("fromBinaryToJson vs protobuf-es (flyteidl2.app.Spec)", () => {
       ["length past end", [0x32, 0x05, 0x61]],
       ["message length past end", [0x0a, 0x05, 0x0a]],
       ["overlong tag", [0xf8, 0xff, 0xff, 0xff, 0xff, 0x01]],
+      ["tag of 6 bytes, field number in range", [0xb2, 0x80, 0x80, 0x80, 0x80, 0x00, 0x01, 0x61]],
+      ["field number 2^29", [0x82, 0x80, 0x80, 0x80, 0x10, 0x00]],
       ["11-byte varint", [0x28, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01]],
+      ["10-byte varint with a 10th byte of 2", [0x28, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x02]],
+      ["10-byte varint with a 10th byte of 1", [0x28, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01]],
       ["truncated fixed64 unknown", [0x81, 0x06, 1, 2, 3]],
       ["truncated fixed32 unknown", [0x85, 0x06, 1]],
-      // wire-type mismatches on known fields: protobuf-es reads the declared type anyway
+      // wire-type mismatches on known fields: unknown fields in Go (protobuf-es reads the declared type)
       ["string as varint", [0x30, 0x01, 0x61]],
-      ["message as fixed32", [0x1d, 0x00]],
-      ["enum as length-delimited", [0x2a, 0x01]],
+      ["message as fixed32", [0x1d, 0x00, 0x00, 0x00, 0x00]],
+      ["message as a group", [0x1b, 0x08, 0x01, 0x1c]],
+      ["enum as length-delimited", [0x2a, 0x01, 0x05]],
+      ["repeated message as varint, then a valid item", [0x72, 0x00, 0x70, 0x01, 0x72, 0x02, 0x08, 0x01]],
+      // lengths must fit their enclosing message (protobuf-es only checks the buffer's end)
       ["nested message overruns its length", [0x0a, 0x01, 0x0a, 0x01, 0x61]],
+      ["unknown field overruns its enclosing message", [0x5a, 0x03, 0x4a, 0x05, 0x61, 0x61, 0x61, 0x61, 0x61]],
+      ["string overruns its enclosing message", [0x5a, 0x02, 0x12, 0x03, 0x61, 0x61, 0x61]],
+      ["packed run overruns its enclosing message", [0x62, 0x04, 0x0a, 0x02, 0x1a, 0x02, 0x2a, 0x05, 1, 2]],
+      ["end group at top level", [0x0c]],
     ];
     for (const [label, b] of cases) same(new Uint8Array(b), label);
+    assert.deepEqual(ok(new Uint8Array([0x1d, 0x00, 0x00, 0x00, 0x00, 0x32, 0x01, 0x70])), { clusterPool: "p" }, "a known field with the wrong wire type is skipped");
   });
 
   test("5,000 seeded corruptions (truncate, flip, insert, splice): both fail or both agree", () => {
@@ -394,18 +423,32 @@ describe("fromBinaryToJson vs protobuf-es (flyteidl2.app.Spec)", () => {
     }
   });
 
-  test("specFromAnnotation uses the fast decoder and falls back to protobuf-es on errors", () => {
+  test("specFromAnnotation gives Go's answer and warns with the decoder's reason on failures", () => {
     const r = rng(99);
     for (let i = 0; i < 200; i++) {
       const b = randomSpec(r);
-      assert.equal(JSON.stringify(specFromAnnotation(encodeStdBase64(b))), reference(b).ok ? (reference(b) as { json: string }).json : undefined);
+      const ref = same(b, `annotation #${i}`);
+      if (!COLLECT) assert.equal(JSON.stringify(specFromAnnotation(encodeStdBase64(b))), ref.ok ? ref.json : undefined);
     }
     const warnings: string[] = [];
     const logger = { warn: (msg: string, fields?: Record<string, unknown>) => warnings.push(`${msg} ${JSON.stringify(fields)}`) } as never;
     const bad = new Uint8Array([0x32, 0x05, 0x61]);
+    fails(bad, "length past end");
     assert.equal(specFromAnnotation(encodeStdBase64(bad), logger), undefined);
-    const ref = reference(bad);
     assert.equal(warnings.length, 1);
-    assert.ok(!ref.ok && warnings[0]!.includes(JSON.stringify(ref.error).slice(1, -1)), warnings[0]);
+    assert.match(warnings[0]!, /not a valid flyteidl2\.app\.Spec.*unexpected EOF/);
+  });
+
+  test("the committed answers are protobuf-go's own (re-run live where Go is installed)", { skip: COLLECT !== undefined || runtimeName() !== "node" ? "the live check runs once, in the Node step" : (process.env.CI === "true" ? false : oracleSkip()) }, () => {
+    const inputs = [...GO.keys()];
+    assert.ok(inputs.length > 8000, `only ${inputs.length} committed answers`);
+    const live = runOracle(inputs.map((h) => Uint8Array.from(h.match(/../g) ?? [], (x) => parseInt(x, 16))));
+    let differ = 0;
+    inputs.forEach((h, i) => {
+      // protobuf-go varies its whitespace and error texts on purpose: compare outcome, stage and value
+      const norm = (a: { ok: boolean; stage?: string; json?: string } | undefined) => JSON.stringify([a?.ok, a?.stage, a?.json && JSON.parse(a.json)]);
+      if (norm(live[i]) !== norm(GO.get(h))) differ++;
+    });
+    assert.equal(differ, 0, `${differ} committed answers are not what protobuf-go answers now: run npm run oracle:protogo`);
   });
 });

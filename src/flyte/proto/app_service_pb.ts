@@ -12,7 +12,7 @@ import { createFileRegistry, type DescMessage, type DescService, type FileRegist
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import { DEPLOYMENT_STATUSES } from "../model.ts";
 import { file, type ServiceDef } from "./descriptor.ts";
-import { APP, COMMON, registry as specRegistry } from "./spec_pb.ts";
+import { APP, COMMON, CORE, registry as specRegistry } from "./spec_pb.ts";
 
 const TASK = "flyteidl2/task/appwatch_task.proto";
 const LIST = "flyteidl2/common/appwatch_list.proto";
@@ -88,7 +88,7 @@ const appService: ServiceDef = {
 
 const app = (n: number): [string, number, string] => ["app", n, `${A}.App`];
 
-const serviceFile = file(SERVICE, "flyteidl2.app", [APP, COMMON, LIST, TASK, "google/protobuf/timestamp.proto"], [
+const serviceFile = file(SERVICE, "flyteidl2.app", [APP, CORE, COMMON, LIST, TASK, "google/protobuf/timestamp.proto"], [
   // app_definition.proto (Identifier and Spec are in spec_pb.ts)
   {
     name: "Meta",

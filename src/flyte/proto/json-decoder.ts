@@ -222,17 +222,23 @@ function skip(wireType: number, no: number, limit: number): void {
     case 2:
       pos = lengthEnd();
       return;
-    case 3:
-      if (limit <= 0) throw new Error("exceeded maximum recursion depth");
-      for (;;) {
+    case 3: {
+      // iterative: a group may nest `limit + 1` deep (protowire counts from the first one)
+      const open = [no];
+      while (open.length > 0) {
         if (pos >= len) throw new RangeError("unexpected EOF");
         const t = tag();
-        if ((t & 7) === 4) {
-          if (t >>> 3 !== no) throw new Error("mismatching end group marker");
-          return;
-        }
-        skip(t & 7, t >>> 3, limit - 1);
+        const w = t & 7;
+        if (w === 4) {
+          if (t >>> 3 !== open[open.length - 1]) throw new Error("mismatching end group marker");
+          open.pop();
+        } else if (w === 3) {
+          if (open.length > limit) throw new Error("exceeded maximum recursion depth");
+          open.push(t >>> 3);
+        } else skip(w, t >>> 3, limit);
       }
+      return;
+    }
     case 4:
       throw new Error("unexpected end group marker");
     default:
@@ -563,7 +569,7 @@ function readMessage(t: Table, s: Slots, end: number): void {
     const tg = tag();
     const wire = tg & 7;
     const f = t.byNo[tg >>> 3];
-    if (f === undefined || (wire !== f.wire && !(wire === 2 && f.packable))) skip(wire, tg >>> 3, RECURSION_LIMIT - depth);
+    if (f === undefined || (wire !== f.wire && !(wire === 2 && f.packable))) skip(wire, tg >>> 3, RECURSION_LIMIT);
     else readField(f, s, wire);
   }
   len = outer;
@@ -621,7 +627,7 @@ function readField(f: Field, s: Slots, wireType: number): void {
             readMessage(f.table, child, lengthEnd());
             val = child;
           } else val = f.read();
-        } else skip(wire, no, RECURSION_LIMIT - depth);
+        } else skip(wire, no, RECURSION_LIMIT);
       }
       len = outer;
       map.set(key ?? f.keyZero!, val === undefined ? f.missing!() : val);
