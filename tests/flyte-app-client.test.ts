@@ -253,7 +253,16 @@ describe("AppK8sClient", () => {
       const got = await apps.getApp({ project: "proj", domain: "dev", name: "here" });
       assert.equal(got.metadata?.id?.name, "here");
       assert.equal(got.metadata?.id?.org, "flyte");
-      await assert.rejects(apps.getApp({ project: "proj", domain: "dev", name: "nope" }), AppNotFoundError);
+      await assert.rejects(apps.getApp({ project: "proj", domain: "dev", name: "nope" }), {
+        name: "AppNotFoundError",
+        message: 'KService nope-proj-dev not found: services.serving.knative.dev "nope-proj-dev" not found',
+      });
+      // Flyte's Deploy names the object with Go's strings.ToLower ("İ" → "i", where JS gives "i̇"):
+      // Get of that identity computes the same name and finds it
+      const turkish = ksvc("İstanbul", "dev", "app");
+      assert.equal(turkish.metadata!.name, "app-istanbul-dev");
+      sb.sandbox.create("services", turkish);
+      assert.deepEqual((await apps.getApp({ project: "İstanbul", domain: "dev", name: "app" })).metadata?.id, { org: "flyte", project: "İstanbul", domain: "dev", name: "app" });
       const c = collect(apps.subscribe(""));
       await apps.stopWatching();
       await c.done; // ended, not hanging

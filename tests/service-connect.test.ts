@@ -294,10 +294,13 @@ describe("AppService: raw HTTP, cross-checks and limits", () => {
         const unknownField = await fetch(`${s2.url}/internal/flyteidl2.app.AppService/Watch`, {
           method: "POST",
           headers: { "content-type": "application/connect+json" },
-          body: envelope(0, JSON.stringify({ appId: { name: "x" }, bogus: 1 })),
+          body: envelope(0, JSON.stringify({ appId: { project: "flytesnacks", domain: "development", name: "streamlit-hello", bogus: 2 }, bogus: 1 })),
         });
-        const endU = await new EnvelopeReader(unknownField.body!.getReader()).next();
-        assert.equal(JSON.parse(endU.text).error.code, "invalid_argument", "unknown fields are refused, as protojson does");
+        const readerU = unknownField.body!.getReader();
+        const firstU = await new EnvelopeReader(readerU).next();
+        assert.equal(firstU.flags, 0, `unknown fields are discarded, as connect-go's JSON codec does: ${firstU.text}`);
+        assert.equal(JSON.parse(firstU.text).createEvent.app.metadata.id.name, "streamlit-hello");
+        await readerU.cancel();
       } finally {
         await s2.stop();
       }
@@ -314,6 +317,8 @@ describe("AppService: raw HTTP, cross-checks and limits", () => {
       const notFound = await post("/internal/flyteidl2.app.AppService/Get", { appId: { project: "p", domain: "d", name: "missing" } });
       assert.equal(notFound.status, 404);
       assert.equal(notFound.body.code, "not_found");
+      // Flyte's text: its own words, then the Kubernetes NotFound it wraps
+      assert.equal(notFound.body.message, 'KService missing-p-d not found: services.serving.knative.dev "missing-p-d" not found');
       const invalid = await post("/internal/flyteidl2.app.AppService/Get", {});
       assert.deepEqual([invalid.status, invalid.body], [400, { code: "invalid_argument", message: "app_id is required" }]);
       const unimpl = await post("/flyteidl2.app.AppService/List", { org: "x" });
@@ -321,6 +326,16 @@ describe("AppService: raw HTTP, cross-checks and limits", () => {
       const ok = await post("/flyteidl2.app.AppService/List", { project: { name: "llm", domain: "production" } });
       assert.equal(ok.status, 200);
       assert.deepEqual(ok.body.apps.map((a: Json) => a.metadata.id.name), ["vllm-llama"]);
+      // Flyte's data plane: the artifact filter falls through to "every app"; include_total_count is not
+      // honoured (no totalCount); unknown fields are discarded
+      const all = await post("/flyteidl2.app.AppService/List", {});
+      const byArtifact = await post("/flyteidl2.app.AppService/List", { artifact: { project: "p", name: "model", version: "v1" }, includeTotalCount: true });
+      assert.equal(byArtifact.status, 200, byArtifact.text);
+      assert.equal(byArtifact.body.apps.length, 6);
+      assert.deepEqual(byArtifact.body, all.body);
+      assert.equal(byArtifact.body.totalCount, undefined);
+      const unknown = await post("/flyteidl2.app.AppService/List", { project: { name: "llm", domain: "production", bogus: 1 }, bogus: true });
+      assert.deepEqual([unknown.status, unknown.body], [200, ok.body]);
       const snake = await post("/internal/flyteidl2.app.AppService/Get", { app_id: { project: "llm", domain: "production", name: "vllm-llama" } });
       assert.equal(snake.status, 200, "snake_case field names are accepted, as protojson does");
 

@@ -7,6 +7,7 @@
  * for real changes; bounded per-subscriber buffers with a policy.
  * @module
  */
+import { goQuote } from "./gostrings.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { errorFromResponse, KubeApiError } from "../kube/status.ts";
 import { type Logger, silentLogger } from "../log.ts";
@@ -78,6 +79,15 @@ export class AppsForbiddenError extends Error {
 /** `getApp` found no KService for the identifier. */
 export class AppNotFoundError extends Error {
   override readonly name = "AppNotFoundError";
+}
+
+/**
+ * Flyte's `GetApp` not-found text: `KService <name> not found: <the Kubernetes error>` (it wraps the
+ * API server's NotFound with `%w`); the Kubernetes part is the Status message the server sent, or
+ * the one it would send when the lookup did not go through a GET of that name.
+ */
+export function notFoundText(name: string, kubernetesMessage?: string): string {
+  return `KService ${name} not found: ${kubernetesMessage ?? `services.serving.knative.dev ${goQuote(name)} not found`}`;
 }
 
 interface Known {
@@ -434,13 +444,13 @@ export class AppK8sClient {
         query: { labelSelector: APP_MANAGED_SELECTOR, fieldSelector: `metadata.name=${name}` },
       }) as { items?: KubeObject[] };
       const apps = (body.items ?? []).map((o) => this.#convert(o)).filter((a) => appKey(a.metadata?.id).endsWith(`/${id.project}/${id.domain}/${id.name}`));
-      if (apps.length === 0) throw new AppNotFoundError(`KService ${name} not found in any namespace`);
+      if (apps.length === 0) throw new AppNotFoundError(notFoundText(name));
       return apps[0]!;
     }
     const res = await this.#client.request({ path: `${collectionPath(KNATIVE_SERVICES, this.namespaces[0])}/${encodeURIComponent(name)}` });
     if (res.status === 404) {
-      await res.body?.cancel();
-      throw new AppNotFoundError(`KService ${name} not found`);
+      const status = await res.json().catch(() => undefined) as { message?: unknown } | undefined;
+      throw new AppNotFoundError(notFoundText(name, typeof status?.message === "string" ? status.message : undefined));
     }
     if (!res.ok) throw await errorFromResponse(res, `GET KService ${name}`);
     return this.#convert(await res.json() as KubeObject);

@@ -216,8 +216,9 @@ export const DEFAULT_APPS_CONFIG: AppsConfig = Object.freeze({
 
 // ---------------------------------------------------------------------------------------------
 // Schemas for input from outside. proto3 JSON parsing rules (§0): both the json name and the
-// proto (snake_case) name are accepted, `null` means "default", unknown fields are an error, a
-// oneof may have at most one member set, integers may be numbers or decimal strings.
+// proto (snake_case) name are accepted, `null` means "default", unknown fields are discarded (as
+// connect-go's JSON codec does: protojson with DiscardUnknown), a oneof may have at most one
+// member set, integers may be numbers or decimal strings.
 
 const str = v.nullish(v.string());
 const bool = v.nullish(v.boolean());
@@ -242,17 +243,17 @@ function compact<T extends Record<string, unknown>>(o: T): T {
 
 /** `flyteidl2.app.Identifier` as proto3 JSON. */
 export const IdentifierSchema: v.GenericSchema<unknown, Identifier> = v.pipe(
-  v.strictObject({ org: str, project: str, domain: str, name: str }),
+  v.object({ org: str, project: str, domain: str, name: str }),
   v.transform((o): Identifier => compact({ org: o.org, project: o.project, domain: o.domain, name: o.name }) as Identifier),
 );
 
 const ClusterIdentifierSchema = v.pipe(
-  v.strictObject({ organization: str, name: str }),
+  v.object({ organization: str, name: str }),
   v.transform((o): ClusterIdentifier => compact({ organization: o.organization, name: o.name }) as ClusterIdentifier),
 );
 
 const ProjectIdentifierSchema = v.pipe(
-  v.strictObject({ organization: str, domain: str, name: str }),
+  v.object({ organization: str, domain: str, name: str }),
   v.transform((o): ProjectIdentifier => compact({ organization: o.organization, domain: o.domain, name: o.name }) as ProjectIdentifier),
 );
 
@@ -271,7 +272,7 @@ function oneofCount(o: Record<string, unknown>, keys: string[]): number {
 
 /** `flyteidl2.app.WatchRequest` as proto3 JSON (json or proto field names). */
 export const WatchRequestSchema: v.GenericSchema<unknown, WatchRequest> = v.pipe(
-  v.strictObject({
+  v.object({
     org: str,
     clusterId: v.nullish(ClusterIdentifierSchema),
     cluster_id: v.nullish(ClusterIdentifierSchema),
@@ -290,7 +291,7 @@ export const WatchRequestSchema: v.GenericSchema<unknown, WatchRequest> = v.pipe
 );
 
 const SortSchema = v.pipe(
-  v.strictObject({
+  v.object({
     key: str,
     direction: v.nullish(v.union([v.picklist(["DESCENDING", "ASCENDING"]), v.picklist([0, 1])])),
   }),
@@ -303,7 +304,7 @@ const SortSchema = v.pipe(
 );
 
 const CommonListRequestSchema = v.pipe(
-  v.strictObject({
+  v.object({
     limit: uint32,
     token: str,
     sortBy: v.nullish(SortSchema),
@@ -331,13 +332,13 @@ const CommonListRequestSchema = v.pipe(
 );
 
 const ConsumedArtifactFilterSchema = v.pipe(
-  v.strictObject({ project: str, domain: str, name: str, version: str }),
+  v.object({ project: str, domain: str, name: str, version: str }),
   v.transform((o): ConsumedArtifactFilter => compact({ ...o }) as ConsumedArtifactFilter),
 );
 
 /** `flyteidl2.app.ListRequest` as proto3 JSON (json or proto field names). */
 export const ListRequestSchema: v.GenericSchema<unknown, ListRequest> = v.pipe(
-  v.strictObject({
+  v.object({
     request: v.nullish(CommonListRequestSchema),
     org: str,
     clusterId: v.nullish(ClusterIdentifierSchema),
