@@ -2,4 +2,4 @@ module appwatch.test/protogo
 
 go 1.23
 
-require google.golang.org/protobuf v1.36.12 // indirect
+require google.golang.org/protobuf v1.36.12
