@@ -157,8 +157,11 @@ build_kube() {
   (cd "$KUBE_MOD" && go build -mod=readonly -trimpath -ldflags "$ldf" -o "$OUT/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver) \
     || die "go build k8s.io/kubernetes/cmd/kube-apiserver failed"
   mv "$OUT/kube-apiserver.tmp" "$OUT/kube-apiserver"
-  "$OUT/kube-apiserver" --version >&2 || die "the built kube-apiserver does not run"
-  "$OUT/kube-apiserver" --version | grep -q "v$K8S_V" || die "kube-apiserver --version is not v$K8S_V"
+  # Capture, then match: `cmd | grep -q` under pipefail fails with SIGPIPE when grep exits first.
+  local version
+  version=$("$OUT/kube-apiserver" --version) || die "the built kube-apiserver does not run"
+  echo "$version" >&2
+  [[ "$version" == *"v$K8S_V"* ]] || die "kube-apiserver --version is not v$K8S_V: $version"
   echo "$stamp" >"$OUT/.kube.stamp"
   log "kube-apiserver built in $(( $(now) - t ))s"
 }
@@ -179,8 +182,10 @@ build_etcd() {
   (cd "$ETCD_MOD" && go build -mod=readonly -trimpath -ldflags "$ldf" -o "$OUT/etcdctl.tmp" go.etcd.io/etcd/etcdctl/v3) \
     || die "go build go.etcd.io/etcd/etcdctl/v3 failed"
   mv "$OUT/etcd.tmp" "$OUT/etcd"; mv "$OUT/etcdctl.tmp" "$OUT/etcdctl"
-  "$OUT/etcd" --version >&2 || die "the built etcd does not run"
-  "$OUT/etcd" --version | grep -q "etcd Version: $ETCD_V" || die "etcd --version is not $ETCD_V"
+  local version
+  version=$("$OUT/etcd" --version) || die "the built etcd does not run"
+  echo "$version" >&2
+  [[ "$version" == *"etcd Version: $ETCD_V"* ]] || die "etcd --version is not $ETCD_V: $version"
   "$OUT/etcdctl" version >&2 || die "the built etcdctl does not run"
   echo "$stamp" >"$OUT/.etcd.stamp"
   log "etcd + etcdctl built in $(( $(now) - t ))s"
