@@ -28,6 +28,9 @@
  * const { app } = createApp({ client: apps, upgradeWebSocket });
  * Deno.serve(app.fetch);
  * ```
+ *
+ * The sandbox API server (demo apps, fault injection for tests) is the `./sandbox` entry
+ * (`src/sandbox/mod.ts`), so the engine never loads it.
  * @module
  */
 
@@ -119,7 +122,14 @@ export { AppsConfigSchema, DEFAULT_APPS_CONFIG, IdentifierSchema, ListRequestSch
 
 // The service: the Hono app (mount it in your own server) and the whole process
 export { type ApiLimits, type AppwatchApp, CLOSE, createApp, type CreateAppOptions } from "./src/service/app.ts";
-export { type RunningService, type ServiceSettings, startService } from "./src/service/server.ts";
+export {
+  type ClusterSource,
+  connectCluster,
+  type ConnectClusterOptions,
+  type RunningService,
+  type ServiceSettings,
+  startService,
+} from "./src/service/server.ts";
 export { type ListeningServer, type ListenOptions, loadAdapter, type ServerAdapter } from "./src/service/adapters/types.ts";
 export { type Frame, type FrameKind } from "./src/service/frames.ts";
 export { type BuildInfo, ServiceMetrics } from "./src/service/metrics.ts";
@@ -138,18 +148,6 @@ export {
 } from "./src/flyte/proto/app_service_pb.ts";
 export { type AppServiceHandlers, createAppServiceHandlers, mountConnect } from "./src/service/connect.ts";
 export { listenGrpc } from "./src/service/adapters/grpc.ts";
-
-// The sandbox API server (tests, demos)
-export {
-  type FaultRule,
-  type RunningSandbox,
-  Sandbox,
-  type SandboxOptions,
-  type SandboxResource,
-  seedDemo,
-  startDemoActivity,
-  startSandbox,
-} from "./src/sandbox/mod.ts";
 
 // Utilities
 export { createLogger, type Logger, type LogLevel } from "./src/log.ts";

@@ -21,6 +21,7 @@ import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { startSandboxCluster } from "../src/sandbox/mod.ts";
 import { startService } from "../src/service/server.ts";
 import { DEFAULT_SETTINGS } from "../src/service/config.ts";
 import { createLogger } from "../src/log.ts";
@@ -47,15 +48,13 @@ const send = (cmd: unknown) =>
 for (const periodS of PERIODS_S) {
   const service = await startService({
     ...DEFAULT_SETTINGS,
-    sandbox: true,
     port: 0,
     host: "127.0.0.1",
     maxConnectionsPerClient: 1_000_000,
     heartbeatSeconds: periodS,
     pingSeconds: Math.max(1, periodS * 2),
     shutdownTimeoutSeconds: 5,
-    demoIntervalMs: 0,
-  }, { logger: createLogger({ level: "error" }) });
+  }, { logger: createLogger({ level: "error" }), cluster: await startSandboxCluster({ demoIntervalMs: 0 }) });
   await service.watching;
   const ticker = sharedTicker(periodS * 1000);
   const pings = sharedTicker(Math.max(1, periodS * 2) * 1000);

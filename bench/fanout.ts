@@ -38,7 +38,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createInterface } from "node:readline";
-import { startService } from "../src/service/server.ts";
+import { connectCluster, startService } from "../src/service/server.ts";
 import { DEFAULT_SETTINGS } from "../src/service/config.ts";
 import { createLogger } from "../src/log.ts";
 import { writeB3 } from "./fanout-report.ts";
@@ -222,16 +222,13 @@ writeFileSync(
 const logs: string[] = [];
 const service = await startService({
   ...DEFAULT_SETTINGS,
-  kubeconfig,
-  namespaces: [ready.namespace],
   port: 0,
   host: "127.0.0.1",
   baseDomain: "apps.example.com",
   scheme: "https",
   maxConnectionsPerClient: 1_000_000,
   shutdownTimeoutSeconds: 5,
-  demoIntervalMs: 0,
-}, { logger: createLogger({ level: "warn", sink: (l) => logs.length < 50 && logs.push(l) }) });
+}, { logger: createLogger({ level: "warn", sink: (l) => logs.length < 50 && logs.push(l) }), cluster: await connectCluster({ kubeconfig, namespaces: [ready.namespace] }) });
 await service.watching;
 rmSync(kubeconfig, { force: true });
 // The initial conversions look up every app's Revision (404 here) in the background: let them finish.

@@ -4,7 +4,8 @@
 //   node --import tsx examples/node.mjs
 //
 // Against a real cluster, replace the sandbox and the KubeClient with `await connect()`.
-import { AppK8sClient, KubeClient, seedDemo, startDemoActivity, startSandbox } from "../mod.ts";
+import { AppK8sClient, KubeClient } from "../mod.ts";
+import { seedDemo, startDemoActivity, startSandbox } from "../src/sandbox/mod.ts"; // the package's ./sandbox entry
 
 const EVENTS = 7; // the 5 demo apps (snapshot), then live changes
 

@@ -1,61 +1,47 @@
 /**
  * The `appwatch` command line. Subcommands:
  *
- * - `serve` (the default): the HTTP/WebSocket service (`src/service/`), with
- *   settings from defaults < config file < `APPWATCH_*` < flags (`src/service/config.ts`);
+ * - `serve` (the default): the HTTP/WebSocket service (`src/service/`);
  * - `watch`: the client of a running service (`src/client/`);
  * - `events`: connect to the cluster (or the built-in sandbox) and print every
  *   change of the watched Knative Services as one JSON line on stdout.
  *
+ * Each reads its settings through the one settings table (`src/service/settings.ts`):
+ * defaults < config file < `APPWATCH_*` < flags. This is the composition root: it
+ * alone chooses between the sandbox and a real cluster ({@link openCluster}).
+ *
  * Logs go to stderr. Exit codes: 0 done, 1 failure, 2 usage or configuration error.
  * @module
  */
+import { existsSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
 import process from "node:process";
-import { parseArgs } from "node:util";
-import * as v from "valibot";
 import { parseWatchArgs, WATCH_HELP, WatchUsageError } from "./client/options.ts";
-import { connect } from "./kube/connect.ts";
-import type { KubeClient } from "./kube/client.ts";
-import { KubeClient as Client } from "./kube/client.ts";
-import { createLogger, type Logger, type LogLevel } from "./log.ts";
-import { seedDemo, startDemoActivity, startSandbox } from "./sandbox/mod.ts";
-import { ConfigError, describeSettings, loadSettings, SERVE_HELP } from "./service/config.ts";
-import { clusterConfigExists } from "./service/server.ts";
+import { createLogger, type Logger } from "./log.ts";
+import { ConfigError, describeSettings, loadCommand, loadSettings, optionsHelp, SERVE_HELP } from "./service/config.ts";
+import { type ClusterSource, connectCluster } from "./service/server.ts";
+import type { SettingsOf } from "./service/settings.ts";
 import { createWatcher } from "./watch/group.ts";
 import { KNATIVE_SERVICES, type ReflectorEvent } from "./watch/types.ts";
 
-export { clusterConfigExists, SERVE_HELP, WATCH_HELP };
+export { SERVE_HELP, WATCH_HELP };
 
 /** The subcommands. */
 export const COMMANDS = ["serve", "watch", "events", "help"] as const;
 
 /** `appwatch events --help`. */
-export const EVENTS_HELP = `appwatch events — print every change of the Flyte app KServices in the cluster
+export const EVENTS_HELP: string = `appwatch events — print every change of the Flyte app KServices in the cluster
 
 Usage: appwatch events [options]
 
 Prints one JSON line per change on stdout ("added", "modified", "deleted",
 and "synced" markers); logs go to stderr as JSON lines. (To serve the
 changes over HTTP, use \`appwatch serve\`; to follow a running service, \`appwatch watch\`.)
+The settings it shares with serve (the cluster, the sandbox, the log level) are
+read the same way: defaults < config file < APPWATCH_* environment variables < flags.
 
-Cluster (kubectl's order: --kubeconfig, $KUBECONFIG, ~/.kube/config, in-cluster):
-  --kubeconfig <path>     kubeconfig file
-  --context <name>        kubeconfig context (default: current-context)
-  --sandbox               use the built-in sandbox API server with demo apps
-                          (also used, with a warning, when no cluster config exists)
-  --sandbox-port <port>   port for the sandbox (default: a free port)
-
-Watch:
-  -n, --namespace <ns>    namespace to watch; repeat or comma-separate for several;
-                          "*" for all namespaces (default: the context's, else "flyte")
-  -l, --selector <sel>    label selector (default: flyte.org/app-managed=true)
-  --initial-list <mode>   auto | streaming | paginated (default: auto)
-  --idle-timeout <sec>    abort a connection silent for this long (default: 60)
-
-Output:
-  -o, --output <format>   events (a summary per change, default) | objects (full objects)
-  --log-level <level>     debug | info | warn | error (default: info)
-  -h, --help              show this help
+${optionsHelp("events")}
 
 Examples:
   appwatch events --sandbox               # demo: a local API server with changing apps
@@ -63,95 +49,59 @@ Examples:
   appwatch events --context prod -n '*' -o objects
 `;
 
-const Namespace = v.pipe(
-  v.string(),
-  v.regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?|\*)$/, "a namespace is a DNS label (lowercase letters, digits, '-') or '*'"),
-  v.maxLength(63),
-);
-const PositiveSeconds = v.pipe(v.string(), v.regex(/^\d+(\.\d+)?$/, "must be a number of seconds"), v.transform(Number), v.minValue(0.1));
-
 /** Validated `appwatch events` options. */
-export const CliOptionsSchema = v.object({
-  help: v.boolean(),
-  kubeconfig: v.optional(v.pipe(v.string(), v.minLength(1))),
-  context: v.optional(v.pipe(v.string(), v.minLength(1))),
-  sandbox: v.boolean(),
-  sandboxPort: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, "must be a port number"), v.transform(Number), v.maxValue(65535))),
-  namespaces: v.array(Namespace),
-  selector: v.pipe(v.string(), v.minLength(1)),
-  initialList: v.picklist(["auto", "streaming", "paginated"], "must be auto, streaming or paginated"),
-  idleTimeoutSeconds: PositiveSeconds,
-  output: v.picklist(["events", "objects"], "must be events or objects"),
-  logLevel: v.picklist(["debug", "info", "warn", "error"], "must be debug, info, warn or error"),
-});
-
-/** Options after validation. */
-export type CliOptions = v.InferOutput<typeof CliOptionsSchema>;
+export type CliOptions = SettingsOf<"events"> & { help: boolean };
 
 /** A command-line mistake, reported without a stack trace. */
 export class UsageError extends Error {
   override readonly name = "UsageError";
 }
 
-/** Parses `appwatch events` arguments (after `events`) into validated options. */
-export function parseCli(argv: string[]): CliOptions {
-  let parsed;
+/**
+ * Parses `appwatch events` arguments (after `events`) into validated options: the
+ * settings it shares with serve also from `env` and the config file.
+ */
+export function parseCli(argv: string[], env: Record<string, string | undefined> = {}, readFile?: (path: string) => string): CliOptions {
   try {
-    parsed = parseArgs({
-      args: argv,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        help: { type: "boolean", short: "h", default: false },
-        kubeconfig: { type: "string" },
-        context: { type: "string" },
-        sandbox: { type: "boolean", default: false },
-        "sandbox-port": { type: "string" },
-        namespace: { type: "string", short: "n", multiple: true },
-        selector: { type: "string", short: "l", default: "flyte.org/app-managed=true" },
-        "initial-list": { type: "string", default: "auto" },
-        "idle-timeout": { type: "string", default: "60" },
-        output: { type: "string", short: "o", default: "events" },
-        "log-level": { type: "string", default: "info" },
-      },
-    });
+    const loaded = loadCommand("events", { argv, env, ...(readFile ? { readFile } : {}) });
+    return { help: loaded.help, ...loaded.settings };
   } catch (err) {
-    throw new UsageError(`${(err as Error).message}\nRun appwatch events --help for usage.`);
+    if (err instanceof ConfigError) throw new UsageError(err.message);
+    throw err;
   }
-  const o = parsed.values;
-  const result = v.safeParse(CliOptionsSchema, {
-    help: o.help,
-    kubeconfig: o.kubeconfig,
-    context: o.context,
-    sandbox: o.sandbox,
-    sandboxPort: o["sandbox-port"],
-    namespaces: (o.namespace ?? []).flatMap((n) => n.split(",")).map((n) => n.trim()).filter(Boolean),
-    selector: o.selector,
-    initialList: o["initial-list"],
-    idleTimeoutSeconds: o["idle-timeout"],
-    output: o.output,
-    logLevel: o["log-level"],
-  });
-  if (!result.success) {
-    const lines = result.issues.map((i) => {
-      const path = i.path?.map((p) => String(p.key)).join(".") ?? "";
-      return `  --${flagName(path)}: ${i.message}`;
-    });
-    throw new UsageError(`invalid options:\n${lines.join("\n")}\nRun appwatch events --help for usage.`);
-  }
-  return result.output;
 }
 
-function flagName(path: string): string {
-  const first = path.split(".")[0] ?? path;
-  const map: Record<string, string> = {
-    namespaces: "namespace",
-    sandboxPort: "sandbox-port",
-    initialList: "initial-list",
-    idleTimeoutSeconds: "idle-timeout",
-    logLevel: "log-level",
-  };
-  return map[first] ?? first;
+/** True when kubectl would find some cluster configuration. */
+export function clusterConfigExists(env: Record<string, string | undefined> = process.env): boolean {
+  if (env.KUBECONFIG && env.KUBECONFIG.split(/[:;]/).some((p) => p && existsSync(p))) return true;
+  const home = env.HOME || homedir();
+  if (existsSync(join(home, ".kube", "config"))) return true;
+  return Boolean(env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT);
+}
+
+/** The settings that choose the cluster (`serve` and `events` share them). */
+export type ClusterSettings = Pick<SettingsOf<"events">, "kubeconfig" | "context" | "namespaces" | "sandbox" | "sandboxPort" | "demoIntervalMs">;
+
+/**
+ * The one place that chooses the cluster, for `serve` and `events`: the
+ * built-in sandbox when `--sandbox` asks for it or when no cluster
+ * configuration exists at all (and none is named); else the cluster kubectl
+ * would use. The sandbox is loaded only then.
+ */
+export async function openCluster(s: ClusterSettings, io: { env: Record<string, string | undefined>; logger: Logger }): Promise<ClusterSource> {
+  const named = s.kubeconfig !== undefined || s.context !== undefined;
+  if (!s.sandbox && (named || clusterConfigExists(io.env))) {
+    return await connectCluster({ kubeconfig: s.kubeconfig, context: s.context, namespaces: s.namespaces, env: io.env, logger: io.logger });
+  }
+  const { startSandboxCluster } = await import("./sandbox/mod.ts");
+  const sb = await startSandboxCluster({ port: s.sandboxPort ?? 0, namespaces: s.namespaces, demoIntervalMs: s.demoIntervalMs, logger: io.logger.child({ component: "sandbox" }) });
+  io.logger.warn(
+    s.sandbox
+      ? "SANDBOX MODE (--sandbox): demo apps from a built-in fake Kubernetes API, not a real cluster"
+      : "SANDBOX MODE: no cluster configuration found ($KUBECONFIG, ~/.kube/config, in-cluster), so appwatch watches demo apps on a built-in fake Kubernetes API. Pass --kubeconfig or --context to watch a real cluster.",
+    { sandbox: sb.url },
+  );
+  return sb;
 }
 
 /** Formats one event as the JSON line printed on stdout. */
@@ -235,7 +185,8 @@ async function runServe(argv: string[], io: CliIo): Promise<number> {
   const { startService } = await import("./service/server.ts");
   let service;
   try {
-    service = await startService(loaded.settings, { logger, env });
+    const cluster = await openCluster(loaded.settings, { env, logger });
+    service = await startService(loaded.settings, { logger, cluster });
   } catch (err) {
     logger.error("appwatch could not start", { error: err instanceof Error ? err.message : String(err) });
     return 1;
@@ -282,12 +233,13 @@ async function runWatch(argv: string[], io: CliIo): Promise<number> {
 
 /** `appwatch events`: print raw KService events until `signal` aborts. */
 export async function runEvents(argv: string[], io: CliIo): Promise<number> {
+  const env = io.env ?? process.env;
   let options: CliOptions;
   try {
-    options = parseCli(argv);
+    options = parseCli(argv, env, io.readFile);
   } catch (err) {
     if (err instanceof UsageError) {
-      io.stderr(`appwatch events: ${err.message}`);
+      io.stderr(`appwatch events: ${err.message}\nRun appwatch events --help for usage.`);
       return 2;
     }
     throw err;
@@ -296,17 +248,14 @@ export async function runEvents(argv: string[], io: CliIo): Promise<number> {
     io.stdout(EVENTS_HELP);
     return 0;
   }
-  const logger = createLogger({ level: options.logLevel as LogLevel, sink: io.stderr });
-  const cleanups: (() => Promise<void>)[] = [];
+  const logger = createLogger({ level: options.logLevel, sink: io.stderr });
+  let cluster: ClusterSource | undefined;
   try {
-    const client = await clusterClient(options, logger, cleanups, io.env ?? process.env, io.signal);
-    cleanups.push(() => client.close());
-    const namespaces = options.namespaces.length > 0
-      ? (options.namespaces.includes("*") ? [] : options.namespaces)
-      : [client.namespace ?? "flyte"];
-    logger.info("watching", { server: client.server, namespaces: namespaces.length ? namespaces : "*", selector: options.selector });
+    cluster = await openCluster(options, { env, logger });
+    const namespaces = cluster.namespaces.includes("*") ? [] : [...cluster.namespaces];
+    logger.info("watching", { server: cluster.describe, namespaces: namespaces.length ? namespaces : "*", selector: options.selector });
     const watcher = createWatcher({
-      client,
+      client: cluster.client,
       resource: KNATIVE_SERVICES,
       namespaces,
       labelSelector: options.selector,
@@ -324,28 +273,6 @@ export async function runEvents(argv: string[], io: CliIo): Promise<number> {
     logger.error("appwatch failed", { error: (err as Error).message });
     return 1;
   } finally {
-    for (const c of cleanups.reverse()) await c().catch(() => {});
+    await cluster?.close().catch(() => {});
   }
-}
-
-async function clusterClient(
-  options: CliOptions,
-  logger: Logger,
-  cleanups: (() => Promise<void>)[],
-  env: Record<string, string | undefined>,
-  signal: AbortSignal,
-): Promise<KubeClient> {
-  const explicit = options.kubeconfig !== undefined || options.context !== undefined;
-  if (!options.sandbox && (explicit || clusterConfigExists(env))) {
-    return await connect({ kubeconfig: options.kubeconfig, context: options.context, env, logger });
-  }
-  if (!options.sandbox) {
-    logger.warn("no cluster configuration found ($KUBECONFIG, ~/.kube/config, in-cluster); using the built-in sandbox cluster with demo apps — pass --kubeconfig to watch a real cluster");
-  }
-  const sb = await startSandbox({ port: options.sandboxPort ?? 0, logger: logger.child({ component: "sandbox" }) });
-  cleanups.push(() => sb.close());
-  seedDemo(sb.sandbox, { namespace: "flyte", count: 5 });
-  startDemoActivity(sb.sandbox, { intervalMs: 2000, signal });
-  logger.info("sandbox API server started", { url: sb.url });
-  return new Client({ server: sb.url, namespace: "flyte" });
 }

@@ -15,7 +15,7 @@ import assert from "node:assert/strict";
 import { mkdir } from "node:fs/promises";
 import { createLogger } from "../src/log.ts";
 import { seedDemo } from "../src/sandbox/demo.ts";
-import { type RunningService, startService } from "../src/service/server.ts";
+import { connectCluster, type RunningService, startService } from "../src/service/server.ts";
 import { BOARD_ASSETS, BOARD_CSP } from "../src/service/board/route.ts";
 import { type Browser, browserSkip, collectErrors, CONNECTION_NOISE, launchChromium, type Page } from "./helpers/browser.ts";
 import { freePort, startRestartableSandbox, writeKubeconfig } from "./helpers/restartable-sandbox.ts";
@@ -203,7 +203,7 @@ describe("live app board in headless Chromium", { skip }, () => {
     const port = await freePort();
     const logger = createLogger({ level: "error", sink: () => {} });
     const start = async () => {
-      const svc = await startService(testSettings({ sandbox: false, kubeconfig: kc.path, namespaces: ["flyte"], port }), { logger });
+      const svc = await startService(testSettings({ port }), { logger, cluster: await connectCluster({ kubeconfig: kc.path, namespaces: ["flyte"] }) });
       await within(svc.watching, "the initial sync");
       return svc;
     };

@@ -16,8 +16,9 @@ const DEFAULT_URL_TEXT = DEFAULT_URL;
 describe("appwatch events options", () => {
   test("defaults", () => {
     const o = parseCli([]);
+    // Optional settings (kubeconfig, context, sandboxPort) are absent unless set.
     assert.deepEqual(o, {
-      help: false, kubeconfig: undefined, context: undefined, sandbox: false, sandboxPort: undefined,
+      help: false, sandbox: false, demoIntervalMs: 2000,
       namespaces: [], selector: "flyte.org/app-managed=true", initialList: "auto", idleTimeoutSeconds: 60,
       output: "events", logLevel: "info",
     });
@@ -32,7 +33,7 @@ describe("appwatch events options", () => {
   });
 
   test("bad input gets a clear error naming the flag", () => {
-    assert.throws(() => parseCli(["--namespace", "Bad_NS"]), (e: unknown) => e instanceof UsageError && /--namespace: a namespace is a DNS label/.test(e.message));
+    assert.throws(() => parseCli(["--namespace", "Bad_NS"]), (e: unknown) => e instanceof UsageError && /--namespace: "Bad_NS": a namespace is a DNS label/.test(e.message));
     assert.throws(() => parseCli(["--initial-list", "fast"]), /--initial-list: must be auto, streaming or paginated/);
     assert.throws(() => parseCli(["--idle-timeout=-1"]), /--idle-timeout: must be a number of seconds/);
     assert.throws(() => parseCli(["--idle-timeout", "abc"]), /--idle-timeout: must be a number of seconds/);
@@ -46,7 +47,7 @@ describe("appwatch events options", () => {
     assert.equal(await runCli(["events", "--help"], io), 0);
     assert.equal(out.join("\n"), EVENTS_HELP);
     assert.equal(await runCli(["events", "-o", "yaml"], io), 2);
-    assert.match(err.join("\n"), /^appwatch events: invalid options:\n {2}--output: must be events or objects/);
+    assert.match(err.join("\n"), /^appwatch events: --output: must be events or objects; got "yaml"\nRun appwatch events --help for usage\.$/);
   });
 
   test("event lines", () => {
@@ -170,9 +171,10 @@ describe("CLI end to end (a child process on this runtime)", () => {
     try {
       await cli.until(() => cli.stdout.some((l) => l.includes('"synced"')), "synced");
       const ev = events(cli.stdout);
-      assert.equal(ev.filter((e) => e.type === "added").length, 5);
-      assert.equal(ev.find((e) => e.type === "synced")!.objects, 5);
-      assert.match(cli.stderr(), /no cluster configuration found/);
+      // The same sandbox as serve's (the CLI chooses it in one place): 6 demo apps, the SANDBOX MODE line.
+      assert.equal(ev.filter((e) => e.type === "added").length, 6);
+      assert.equal(ev.find((e) => e.type === "synced")!.objects, 6);
+      assert.match(cli.stderr(), /SANDBOX MODE: no cluster configuration found/);
       cli.child.kill("SIGTERM");
       assert.equal(await cli.exited, 0);
     } finally {

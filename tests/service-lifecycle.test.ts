@@ -11,7 +11,7 @@ import { KubeClient } from "../src/kube/client.ts";
 import { createLogger } from "../src/log.ts";
 import { seedDemo, startSandbox } from "../src/sandbox/mod.ts";
 import { createApp } from "../src/service/app.ts";
-import { type RunningService, startService } from "../src/service/server.ts";
+import { connectCluster, type RunningService, startService } from "../src/service/server.ts";
 import { rawConnect, upgraded } from "./helpers/raw-ws.ts";
 import { startRestartableSandbox, writeKubeconfig } from "./helpers/restartable-sandbox.ts";
 import { eventLines, eventually, http, ksvc, metric, SseClient, startTestService, testSettings, within, WsClient } from "./helpers/service.ts";
@@ -97,7 +97,7 @@ describe("service lifecycle", () => {
     let s: RunningService | undefined;
     try {
       seedDemo(rs.sandbox, { namespace: "flyte", count: 2 });
-      s = await startService(testSettings({ sandbox: false, kubeconfig: kc.path, namespaces: ["flyte"] }), { logger: createLogger({ level: "error", sink: () => {} }) });
+      s = await startService(testSettings(), { logger: createLogger({ level: "error", sink: () => {} }), cluster: await connectCluster({ kubeconfig: kc.path, namespaces: ["flyte"] }) });
       const down = await readyz(s.url);
       assert.equal(down.status, 503);
       assert.match(down.body.reason ?? "", /initial sync/);
@@ -119,7 +119,7 @@ describe("service lifecycle", () => {
     let ws: WsClient | undefined;
     try {
       rs.sandbox.create("services", ksvc("flip", "dev", "before"));
-      s = await startService(testSettings({ sandbox: false, kubeconfig: kc.path, namespaces: ["flyte"] }), { logger: createLogger({ level: "error", sink: () => {} }) });
+      s = await startService(testSettings(), { logger: createLogger({ level: "error", sink: () => {} }), cluster: await connectCluster({ kubeconfig: kc.path, namespaces: ["flyte"] }) });
       await within(s.watching, "the initial sync");
       const url = s.url;
       assert.equal((await readyz(url)).status, 200);

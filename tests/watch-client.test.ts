@@ -14,8 +14,8 @@ import { runWatchClient, type WatchClientOptions } from "../src/client/watch.ts"
 import { KServiceName } from "../src/flyte/naming.ts";
 import { createLogger } from "../src/log.ts";
 import type { Sandbox } from "../src/sandbox/sandbox.ts";
-import { startSandbox } from "../src/sandbox/mod.ts";
-import { type RunningService, type ServiceSettings, startService } from "../src/service/server.ts";
+import { startSandbox, startSandboxCluster } from "../src/sandbox/mod.ts";
+import { connectCluster, type RunningService, type ServiceSettings, startService } from "../src/service/server.ts";
 import type { KubeObject } from "../src/watch/types.ts";
 import { waitFor } from "./helpers/run.ts";
 import { testSettings } from "./helpers/service.ts";
@@ -27,19 +27,24 @@ function settings(overrides: Partial<ServiceSettings> = {}): ServiceSettings {
   return testSettings({ shutdownTimeoutSeconds: 5, ...overrides });
 }
 
-/** Starts a service and waits for its initial sync (and, on the sandbox, for the demo apps' replica lookups). */
-async function serve(overrides: Partial<ServiceSettings> = {}): Promise<RunningService & { logs: string[] }> {
+/**
+ * Starts a service (on a fresh sandbox, or on the cluster `on.kubeconfig` names) and waits for its
+ * initial sync (and, on the sandbox, for the demo apps' replica lookups).
+ */
+async function serve(overrides: Partial<ServiceSettings> = {}, on?: { kubeconfig: string }): Promise<RunningService & { logs: string[]; sb: Sandbox | undefined }> {
   const logs: string[] = [];
-  const service = await startService(settings(overrides), { logger: createLogger({ level: "warn", sink: (l) => logs.push(l) }) });
+  const sandbox = on ? undefined : await startSandboxCluster({ demoIntervalMs: 0 });
+  const cluster = sandbox ?? await connectCluster({ kubeconfig: on!.kubeconfig, namespaces: ["flyte"] });
+  const service = await startService(settings(overrides), { logger: createLogger({ level: "warn", sink: (l) => logs.push(l) }), cluster });
   await service.watching;
-  const sb = service.sandbox?.sandbox;
+  const sb = sandbox?.sandbox;
   if (sb) {
     // Right after the sync the client looks up the demo apps' replica counts; each answer may re-convert an app.
     const m = service.apps.metrics;
     const withRevision = sb.list("services").filter((s) => (s.status as { latestReadyRevisionName?: string } | undefined)?.latestReadyRevisionName).length;
     await waitFor(() => m.revisionRequests >= withRevision && m.events.update + m.unchanged >= withRevision, "replica lookups", 15_000);
   }
-  return Object.assign(service, { logs });
+  return Object.assign(service, { logs, sb });
 }
 
 function ksvc(project: string, domain: string, name: string, org = "acme"): KubeObject {
@@ -98,7 +103,7 @@ function client(options: Partial<WatchClientOptions> & { url: string }) {
 describe("appwatch watch (against a real service)", () => {
   test("human lines: connect, snapshot, live create/update/delete; heartbeats only with --verbose", async () => {
     const service = await serve({ heartbeatSeconds: 0.1 });
-    const sb = service.sandbox!.sandbox;
+    const sb = service.sb!;
     const quiet = client({ url: service.url });
     const verbose = client({ url: service.url, verbose: true });
     try {
@@ -131,7 +136,7 @@ describe("appwatch watch (against a real service)", () => {
 
   test("--output json: every frame verbatim, one per line (heartbeats too); --resume replays what was missed", async () => {
     const service = await serve({ heartbeatSeconds: 0.1 });
-    const sb = service.sandbox!.sandbox;
+    const sb = service.sb!;
     const a = client({ url: service.url, output: "json", project: "llm", domain: "development" });
     try {
       await a.until((l) => l.some((x) => x.includes('"heartbeat"')), "a heartbeat");
@@ -181,8 +186,8 @@ contexts: [{name: c, context: {cluster: sb, user: u, namespace: flyte}}]
 current-context: c
 `);
     ext.sandbox.create("services", ksvc("proj", "dev", "one"));
-    const onCluster = { sandbox: false, kubeconfig, namespaces: ["flyte"] };
-    let service = await serve(onCluster);
+    const onCluster = { kubeconfig };
+    let service = await serve({}, onCluster);
     const port = service.port;
     const c = client({ url: service.url });
     try {
@@ -194,7 +199,7 @@ current-context: c
       // 1. The server stops (close 1001) and comes back on the same cluster: the stream resumes.
       await service.stop();
       await c.until((l) => l.some((x) => x.startsWith("DISCONNECTED  server shutting down (1001); reconnecting in 0.5 s")), "the disconnect line");
-      service = await serve({ ...onCluster, port });
+      service = await serve({ port }, onCluster);
       await c.until((l) => l.some((x) => x.startsWith("RECONNECTED")), "the reconnect");
       await c.until((l) => l.includes("SYNCED resume (0 replayed)"), "the end of the replay");
       assert.ok(c.lines().includes(`RECONNECTED  ${service.url}  resumed (0 replayed)`), c.lines().join("\n"));

@@ -1,11 +1,19 @@
 /**
  * The sandbox API server: a Kubernetes-compatible HTTP API for Knative `services` and
- * `revisions` (list, watch, CRUD, status subresource) with fault injection for tests, and a
- * demo cluster. See docs/sandbox.md.
+ * `revisions` (list, watch, CRUD, status subresource) with fault injection for tests, a
+ * demo cluster, and {@link startSandboxCluster} to run appwatch on it. See docs/sandbox.md.
+ *
+ * This is the package's `./sandbox` entry, apart from the engine in `mod.ts`:
+ *
+ * ```ts
+ * import { startSandboxCluster } from "@appwatch/appwatch/sandbox";
+ * import { startService } from "@appwatch/appwatch";
+ * ```
  * @module
  */
 export { Sandbox } from "./sandbox.ts";
 export { type RunningSandbox, startSandbox } from "./server.ts";
+export { type SandboxCluster, type SandboxClusterOptions, startSandboxCluster } from "./cluster.ts";
 export type {
   FaultAction,
   FaultHandle,

@@ -1,124 +1,93 @@
 /**
- * `startService`: everything `appwatch serve` runs — the cluster connection
- * (or the built-in sandbox with demo apps), the Flyte app watch, the Hono API
- * on this runtime's server, and an orderly shutdown.
+ * `startService`: everything `appwatch serve` runs on a given cluster — the
+ * Flyte app watch, the Hono API on this runtime's server, and an orderly
+ * shutdown. Which cluster (a real one, or the built-in sandbox) is the
+ * caller's choice: the CLI makes it (`src/cli.ts`), so nothing here loads the
+ * sandbox.
  * @module
  */
 import process from "node:process";
-import { existsSync } from "node:fs";
-import { homedir } from "node:os";
-import { join } from "node:path";
 import { AppK8sClient, AppsForbiddenError, KnativeNotInstalledError } from "../flyte/app-client.ts";
-import type { SlowConsumerPolicy } from "../flyte/subscriptions.ts";
-import { KubeClient } from "../kube/client.ts";
+import type { KubeClient } from "../kube/client.ts";
 import { connect } from "../kube/connect.ts";
 import type { Logger } from "../log.ts";
-import { type RunningSandbox, seedDemo, startDemoActivity, startSandbox } from "../sandbox/mod.ts";
 import { type AppwatchApp, CLOSE, createApp } from "./app.ts";
 import { type ListeningServer, loadAdapter } from "./adapters/types.ts";
+import type { ServiceSettings } from "./settings.ts";
 
-/** The settings `startService` needs (see `config.ts` for how they are read). */
-export interface ServiceSettings {
+/** The settings `startService` needs, derived from the settings table (`settings.ts`; `config.ts` reads them). */
+export type { ServiceSettings };
+
+/** The cluster a service watches, and who releases it. */
+export interface ClusterSource {
+  /** The Kubernetes API. */
+  readonly client: KubeClient;
+  /** Namespaces to watch: one or more, or `["*"]` for all. */
+  readonly namespaces: readonly string[];
+  /** What it is, for logs (the API server's URL, "sandbox …"). */
+  readonly describe: string;
+  /** Releases it (the client, and whatever runs behind it). `startService` calls it on stop, or when it cannot start. */
+  close(): Promise<void>;
+}
+
+/** Options of {@link connectCluster}. */
+export interface ConnectClusterOptions {
   kubeconfig?: string;
   context?: string;
-  /** Namespaces to watch; `["*"]` for all; empty: the context's namespace, else `flyte`. */
-  namespaces: string[];
-  /** Use the built-in sandbox API server with demo apps. */
-  sandbox: boolean;
-  /** Port of the sandbox API server (0: any free port). */
-  sandboxPort?: number;
-  port: number;
-  /** Also serve AppService over gRPC (HTTP/2 cleartext) on this port (0: any free port; unset: off). */
-  grpcPort?: number;
-  host: string;
-  baseDomain: string;
-  scheme: string;
-  ingressAppsPort: number;
-  watchBufferSize: number;
-  slowConsumer: SlowConsumerPolicy;
-  authTokens: string[];
-  allowedOrigins: string[];
-  maxConnectionsPerClient: number;
-  maxMessageBytes: number;
-  heartbeatSeconds: number;
-  /** WebSocket protocol ping period; a peer that stops answering is closed. */
-  pingSeconds: number;
-  resumeWindow: number;
-  shutdownTimeoutSeconds: number;
-  /** Sandbox: ms between demo changes (0: no activity). */
-  demoIntervalMs: number;
+  /** Namespaces to watch; `["*"]` for all; empty or absent: the context's namespace, else `flyte`. */
+  namespaces?: readonly string[];
+  env?: Record<string, string | undefined>;
+  logger?: Logger;
+}
+
+/** A real cluster found the way kubectl finds it (`kubeconfig`, `$KUBECONFIG`, `~/.kube/config`, in-cluster). */
+export async function connectCluster(options: ConnectClusterOptions = {}): Promise<ClusterSource> {
+  const client = await connect({ kubeconfig: options.kubeconfig, context: options.context, env: options.env, logger: options.logger });
+  return {
+    client,
+    namespaces: options.namespaces?.length ? [...options.namespaces] : [client.namespace ?? "flyte"],
+    describe: client.server,
+    close: () => client.close(),
+  };
 }
 
 /** A running service. */
-export interface RunningService {
+export interface RunningService<C extends ClusterSource = ClusterSource> {
   readonly url: string;
   readonly port: number;
   /** Base URL of the gRPC (HTTP/2) listener when `grpcPort` is set. */
   readonly grpcUrl: string | undefined;
   readonly apps: AppK8sClient;
   readonly api: AppwatchApp;
-  /** URL of the sandbox API server when running on it. */
-  readonly sandboxUrl: string | undefined;
-  /** The sandbox when running on it (tests and demos drive it). */
-  readonly sandbox: RunningSandbox | undefined;
+  /** The cluster it watches (tests and demos drive a sandbox through it). */
+  readonly cluster: C;
   /** Settles when the watch has synced, or with the fatal error that stopped it (Knative missing, forbidden). */
   readonly watching: Promise<void>;
-  /** Graceful stop: refuse new streams, close clients with 1001, stop the server and the watch. */
+  /** Graceful stop: refuse new streams, close clients with 1001, stop the server and the watch, close the cluster. */
   stop(): Promise<void>;
-}
-
-/** True when kubectl would find some cluster configuration. */
-export function clusterConfigExists(env: Record<string, string | undefined> = process.env): boolean {
-  if (env.KUBECONFIG && env.KUBECONFIG.split(/[:;]/).some((p) => p && existsSync(p))) return true;
-  const home = env.HOME || homedir();
-  if (existsSync(join(home, ".kube", "config"))) return true;
-  return Boolean(env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT);
 }
 
 /** The version in package.json, read once (falls back to "dev"). */
 const VERSION = "0.1.0";
 
-/** Starts the service; resolves once it listens (the watch syncs in the background). */
-export async function startService(
+/** Starts the service on `io.cluster` (which it then owns); resolves once it listens (the watch syncs in the background). */
+export async function startService<C extends ClusterSource>(
   settings: ServiceSettings,
-  io: { logger: Logger; env?: Record<string, string | undefined> },
-): Promise<RunningService> {
+  io: { logger: Logger; cluster: C },
+): Promise<RunningService<C>> {
   const log = io.logger;
-  const env = io.env ?? process.env;
+  const cluster = io.cluster;
+  // For JavaScript callers of the old signature: say what is missing rather than fail later.
+  if (!cluster?.client) throw new TypeError("startService needs io.cluster: connectCluster(…) for a real cluster, or startSandboxCluster(…) from the ./sandbox entry");
+  const kube = cluster.client;
   const cleanups: (() => Promise<void> | void)[] = [];
   const stopAll = async () => {
     for (const c of cleanups.splice(0).reverse()) await Promise.resolve(c()).catch(() => {});
   };
+  cleanups.push(() => cluster.close());
   try {
-    // 1. The cluster, or the sandbox.
-    const explicit = settings.kubeconfig !== undefined || settings.context !== undefined;
-    let kube: KubeClient;
-    let sandboxUrl: string | undefined;
-    let sandbox: RunningSandbox | undefined;
-    if (!settings.sandbox && (explicit || clusterConfigExists(env))) {
-      kube = await connect({ kubeconfig: settings.kubeconfig, context: settings.context, env, logger: log });
-    } else {
-      const demo = new AbortController();
-      // RVs start at the current time in ms, so a restarted sandbox never accepts the previous one's resume tokens.
-      const sb = await startSandbox({ port: settings.sandboxPort ?? 0, initialResourceVersion: Date.now(), logger: log.child({ component: "sandbox" }) });
-      cleanups.push(() => sb.close());
-      cleanups.push(() => demo.abort());
-      seedDemo(sb.sandbox, { namespace: "flyte", count: 6 });
-      if (settings.demoIntervalMs > 0) startDemoActivity(sb.sandbox, { intervalMs: settings.demoIntervalMs, signal: demo.signal });
-      sandboxUrl = sb.url;
-      sandbox = sb;
-      kube = new KubeClient({ server: sb.url, namespace: "flyte" });
-      log.warn(
-        settings.sandbox
-          ? "SANDBOX MODE (--sandbox): serving demo apps from a built-in fake Kubernetes API, not a real cluster"
-          : "SANDBOX MODE: no cluster configuration found ($KUBECONFIG, ~/.kube/config, in-cluster), so appwatch serves demo apps from a built-in fake Kubernetes API. Pass --kubeconfig or --context to watch a real cluster.",
-        { sandbox: sb.url },
-      );
-    }
-    cleanups.push(() => kube.close());
-
-    // 2. The app watch.
-    const namespaces = settings.namespaces.length > 0 ? settings.namespaces : [kube.namespace ?? "flyte"];
+    // 1. The app watch.
+    const namespaces = [...cluster.namespaces];
     const apps = new AppK8sClient({
       client: kube,
       namespace: namespaces.includes("*") ? "*" : namespaces,
@@ -134,7 +103,7 @@ export async function startService(
     });
     cleanups.push(() => apps.stopWatching());
 
-    // 3. The API on this runtime's server.
+    // 2. The API on this runtime's server.
     const adapter = await loadAdapter();
     const api = createApp({
       client: apps,
@@ -173,12 +142,12 @@ export async function startService(
       url: server.url,
       ...(grpc ? { grpc: grpc.url } : {}),
       runtime: adapter.runtime,
-      cluster: kube.server,
+      cluster: cluster.describe,
       namespaces: namespaces.includes("*") ? "*" : namespaces,
       auth: settings.authTokens.length > 0,
     });
 
-    // 4. Watch in the background; retry until synced unless the cluster says it can never work.
+    // 3. Watch in the background; retry until synced unless the cluster says it can never work.
     const stopWatch = new AbortController();
     cleanups.push(() => stopWatch.abort());
     const watching = (async () => {
@@ -209,8 +178,7 @@ export async function startService(
       grpcUrl: grpc?.url,
       apps,
       api,
-      sandboxUrl,
-      sandbox,
+      cluster,
       watching,
       stop() {
         stopping ??= (async () => {

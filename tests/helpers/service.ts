@@ -6,6 +6,7 @@
  */
 import { createLogger, type Logger } from "../../src/log.ts";
 import { KServiceName } from "../../src/flyte/naming.ts";
+import { startSandboxCluster } from "../../src/sandbox/cluster.ts";
 import type { Sandbox } from "../../src/sandbox/sandbox.ts";
 import { type RunningService, type ServiceSettings, startService } from "../../src/service/server.ts";
 import type { KubeObject } from "../../src/watch/types.ts";
@@ -23,11 +24,9 @@ export async function waitFor(pred: () => boolean, what: string | (() => string)
 export const WS: typeof WebSocket = globalThis.WebSocket ??
   ((await import("ws")).default as unknown as typeof WebSocket);
 
-/** Settings for a test service: sandbox, loopback, any port, no demo activity. */
+/** Settings for a test service: loopback, any port. */
 export function testSettings(overrides: Partial<ServiceSettings> = {}): ServiceSettings {
   return {
-    namespaces: [],
-    sandbox: true,
     port: 0,
     host: "127.0.0.1",
     baseDomain: "localhost",
@@ -43,7 +42,6 @@ export function testSettings(overrides: Partial<ServiceSettings> = {}): ServiceS
     heartbeatSeconds: 15,
     resumeWindow: 10_000,
     shutdownTimeoutSeconds: 10,
-    demoIntervalMs: 0,
     ...overrides,
   };
 }
@@ -51,6 +49,8 @@ export function testSettings(overrides: Partial<ServiceSettings> = {}): ServiceS
 /** A running test service with its sandbox at hand. */
 export interface TestService extends RunningService {
   sb: Sandbox;
+  /** Base URL of the sandbox's Kubernetes API. */
+  sandboxUrl: string;
   /** ws://… base of the service. */
   wsUrl: string;
   /** Log lines at warn and above (for diagnosis in failure messages). */
@@ -61,7 +61,9 @@ export interface TestService extends RunningService {
 export async function startTestService(overrides: Partial<ServiceSettings> = {}, options: { sync?: boolean; logger?: Logger } = {}): Promise<TestService> {
   const logs: string[] = [];
   const logger = options.logger ?? createLogger({ level: "warn", sink: (l) => logs.push(l) });
-  const service = await startService(testSettings(overrides), { logger });
+  // The sandbox with its 6 demo apps in "flyte", no demo activity.
+  const cluster = await startSandboxCluster({ demoIntervalMs: 0 });
+  const service = await startService(testSettings(overrides), { logger, cluster });
   if (options.sync ?? true) {
     try {
       await service.watching;
@@ -70,9 +72,9 @@ export async function startTestService(overrides: Partial<ServiceSettings> = {},
       throw err;
     }
   }
-  const sb = service.sandbox!.sandbox;
+  const sb = cluster.sandbox;
   if (options.sync ?? true) await settleReplicas(service, sb);
-  return Object.assign(service, { sb, wsUrl: service.url.replace(/^http/, "ws"), logs });
+  return Object.assign(service, { sb, sandboxUrl: cluster.url, wsUrl: service.url.replace(/^http/, "ws"), logs });
 }
 
 /**

@@ -1,0 +1,354 @@
+/**
+ * Every setting of the `appwatch` command line, declared once: {@link SETTINGS}
+ * gives each one its key, type and limits, default, flag, environment
+ * variable, config-file key, help line and the subcommands that read it.
+ * Everything else is derived from it: the TypeScript types
+ * ({@link SettingsOf}, {@link ServiceSettings}), the valibot schemas, the
+ * defaults, the flag parser, the environment and file readers and `--help`
+ * (`config.ts`).
+ *
+ * The table is plain data (`as const`) so its types can be derived and still
+ * be explicit enough for JSR's no-slow-types rule; the schemas are built from
+ * it by {@link valueSchema}.
+ * @module
+ */
+import * as v from "valibot";
+import { Name } from "./schemas.ts";
+
+/** The subcommands that read settings. */
+export type Command = "serve" | "watch" | "events";
+
+/** What a setting's value is; each maps to one valibot schema ({@link valueSchema}) and one TypeScript type. */
+export type SettingType =
+  | "int"
+  | "seconds"
+  | "bool"
+  | "string"
+  | "enum"
+  | "domain"
+  | "namespaces"
+  | "tokens"
+  | "token"
+  | "origins"
+  | "url"
+  | "name"
+  | "text";
+
+/** One row of {@link SETTINGS}. */
+export interface SettingDef {
+  /** The key in the parsed settings and, with `file`, in the config file (camelCase, as in Flyte's `internalApps`). */
+  readonly key: string;
+  readonly type: SettingType;
+  /** Limits of `int`, `seconds` (no `max`: unbounded) and `text` (`max` only). */
+  readonly min?: number;
+  readonly max?: number;
+  /** `int`: what the number is, for messages ("a port number (…)"). */
+  readonly what?: string;
+  /** `enum`: the values. */
+  readonly values?: readonly string[];
+  /** `enum`: the message instead of "must be a, b or c". */
+  readonly message?: string;
+  /** The default; none: the setting is optional (absent unless set). */
+  readonly default?: string | number | boolean | readonly string[];
+  readonly commands: readonly Command[];
+  /** Long flag without dashes (none: not on the command line). A list flag may be repeated. */
+  readonly flag?: string;
+  readonly short?: string;
+  /** Placeholder of the flag's value; none for a boolean flag. */
+  readonly arg?: string;
+  /** A boolean flag that sets `false` (`--no-snapshot`). */
+  readonly negate?: boolean;
+  readonly env?: string;
+  /** Settable in the config file under `key`. */
+  readonly file?: boolean;
+  /** Also accepted nested under Flyte's `internalApps:` in the config file. */
+  readonly internalApps?: boolean;
+  /** The default as the help shows it (else the default itself). */
+  readonly shown?: string;
+  readonly help: string;
+  /** A heading of {@link SECTIONS}. */
+  readonly section: string;
+  /** Never echo the value (in errors or logs). */
+  readonly secret?: boolean;
+  /** A flag that sets the setting to `value` (`-A, --all-namespaces` for `-n '*'`). */
+  readonly all?: { readonly flag: string; readonly short: string; readonly value: readonly string[]; readonly help: string };
+  /** Not a setting of its own: a file whose lines are added to the `into` setting (`authTokensFile` → `authTokens`). */
+  readonly into?: string;
+}
+
+/** Default of `appwatch watch --url`. */
+export const DEFAULT_URL = "http://127.0.0.1:8080";
+
+const S_SERVER = "Server";
+const S_CLUSTER = "Cluster (kubectl's order: --kubeconfig, $KUBECONFIG, ~/.kube/config, in-cluster)";
+const S_APPS = "Flyte apps (Flyte's internalApps keys)";
+const S_STREAMS = "Streams";
+const S_SECURITY = "Security";
+const S_SANDBOX = "Sandbox";
+const S_KUBE_WATCH = "Watch";
+const S_SERVICE = "Server";
+const S_WHAT = "What to watch (default: every app the service sees)";
+const S_OUTPUT = "Output";
+const S_LOGS = "Logs";
+
+/** Help headings, in the order `--help` shows them (each command shows those it has settings in). */
+export const SECTIONS: readonly string[] = [S_SERVER, S_CLUSTER, S_APPS, S_STREAMS, S_SECURITY, S_SANDBOX, S_KUBE_WATCH, S_WHAT, S_OUTPUT, S_LOGS];
+
+const PORT = "a port number (0-65535; 0: any free port)";
+
+/** Every setting, in help order within its section. */
+export const SETTINGS = [
+  // serve: the service itself.
+  { key: "host", type: "string", default: "0.0.0.0", commands: ["serve"], flag: "host", arg: "<addr>", env: "APPWATCH_HOST", file: true, shown: "0.0.0.0 (all IPv4 interfaces)", help: "address to listen on; 127.0.0.1 for this machine only, :: for IPv6", section: S_SERVER },
+  { key: "port", type: "int", min: 0, max: 65535, what: PORT, default: 8080, commands: ["serve"], flag: "port", arg: "<port>", env: "APPWATCH_PORT", file: true, help: "port to listen on (0: any free port)", section: S_SERVER },
+  { key: "grpcPort", type: "int", min: 0, max: 65535, what: PORT, commands: ["serve"], flag: "grpc-port", arg: "<port>", env: "APPWATCH_GRPC_PORT", file: true, shown: "off", help: "also serve Flyte's AppService over gRPC (HTTP/2 cleartext) on this port (0: any free port)", section: S_SERVER },
+  { key: "shutdownTimeoutSeconds", type: "seconds", min: 0, max: 3600, default: 10, commands: ["serve"], flag: "shutdown-timeout", arg: "<sec>", env: "APPWATCH_SHUTDOWN_TIMEOUT", file: true, help: "on SIGTERM/SIGINT, how long to wait for streams to close", section: S_SERVER },
+  // serve and events: the cluster to watch.
+  { key: "kubeconfig", type: "string", commands: ["serve", "events"], flag: "kubeconfig", arg: "<path>", env: "APPWATCH_KUBECONFIG", file: true, shown: "$KUBECONFIG, else ~/.kube/config, else in-cluster", help: "kubeconfig file", section: S_CLUSTER },
+  { key: "context", type: "string", commands: ["serve", "events"], flag: "context", arg: "<name>", env: "APPWATCH_CONTEXT", file: true, shown: "the kubeconfig's current-context", help: "kubeconfig context", section: S_CLUSTER },
+  {
+    key: "namespaces", type: "namespaces", default: [], commands: ["serve", "events"], flag: "namespace", short: "n", arg: "<ns>", env: "APPWATCH_NAMESPACE", file: true,
+    shown: "the context's namespace, else flyte", help: "namespace(s) to watch; repeat or comma-separate; '*' (or --all-namespaces) for all", section: S_CLUSTER,
+    all: { flag: "all-namespaces", short: "A", value: ["*"], help: "watch every namespace (same as -n '*')" },
+  },
+  // serve: Flyte's app settings and the streams.
+  { key: "baseDomain", type: "domain", default: "", commands: ["serve"], flag: "base-domain", arg: "<domain>", env: "APPWATCH_BASE_DOMAIN", file: true, internalApps: true, shown: '"" (no public URLs)', help: "public URL host suffix: <app>-<project>-<domain>.<base-domain>", section: S_APPS },
+  { key: "scheme", type: "enum", values: ["", "http", "https"], message: 'must be http, https or "" (https)', default: "", commands: ["serve"], flag: "scheme", arg: "<scheme>", env: "APPWATCH_SCHEME", file: true, internalApps: true, shown: '"" (https)', help: "public URL scheme: http | https", section: S_APPS },
+  { key: "ingressAppsPort", type: "int", min: 0, max: 65535, what: "a port number (0-65535; 0: none in public URLs)", default: 0, commands: ["serve"], flag: "ingress-apps-port", arg: "<port>", env: "APPWATCH_INGRESS_APPS_PORT", file: true, internalApps: true, shown: "0 (none)", help: "port appended to public URLs", section: S_APPS },
+  { key: "watchBufferSize", type: "int", min: 1, max: 1_000_000, default: 100, commands: ["serve"], flag: "watch-buffer-size", arg: "<n>", env: "APPWATCH_WATCH_BUFFER_SIZE", file: true, internalApps: true, help: "events buffered per subscriber", section: S_APPS },
+  { key: "slowConsumer", type: "enum", values: ["coalesce", "drop", "disconnect"], default: "coalesce", commands: ["serve"], flag: "slow-consumer", arg: "<policy>", env: "APPWATCH_SLOW_CONSUMER", file: true, help: "when a subscriber's buffer is full: coalesce | drop | disconnect", section: S_STREAMS },
+  { key: "heartbeatSeconds", type: "seconds", min: 0.05, max: 3600, default: 15, commands: ["serve"], flag: "heartbeat-seconds", arg: "<sec>", env: "APPWATCH_HEARTBEAT_SECONDS", file: true, help: "heartbeat frame period", section: S_STREAMS },
+  { key: "pingSeconds", type: "seconds", min: 1, max: 3600, default: 30, commands: ["serve"], flag: "ping-seconds", arg: "<sec>", env: "APPWATCH_PING_SECONDS", file: true, help: "WebSocket ping period; a peer that stops answering is closed", section: S_STREAMS },
+  { key: "resumeWindow", type: "int", min: 0, max: 10_000_000, default: 10_000, commands: ["serve"], flag: "resume-window", arg: "<n>", env: "APPWATCH_RESUME_WINDOW", file: true, help: "app changes kept for resuming streams (0: no resume)", section: S_STREAMS },
+  { key: "maxConnectionsPerClient", type: "int", min: 1, max: 1_000_000, default: 64, commands: ["serve"], flag: "max-connections-per-client", arg: "<n>", env: "APPWATCH_MAX_CONNECTIONS_PER_CLIENT", file: true, help: "open streams per client address", section: S_STREAMS },
+  { key: "maxMessageBytes", type: "int", min: 64, max: 16 * 1024 * 1024, default: 4096, commands: ["serve"], flag: "max-message-bytes", arg: "<n>", env: "APPWATCH_MAX_MESSAGE_BYTES", file: true, help: "largest WebSocket message a client may send", section: S_STREAMS },
+  { key: "authTokensFile", type: "string", into: "authTokens", commands: ["serve"], flag: "auth-tokens-file", arg: "<path>", env: "APPWATCH_AUTH_TOKENS_FILE", file: true, shown: "none", help: "bearer tokens clients must present, one per line (# comments)", section: S_SECURITY },
+  { key: "authTokens", type: "tokens", default: [], commands: ["serve"], env: "APPWATCH_AUTH_TOKENS", file: true, secret: true, shown: "none (no auth)", help: "bearer tokens, comma-separated (environment and file only: never on the command line)", section: S_SECURITY },
+  { key: "allowedOrigins", type: "origins", default: [], commands: ["serve"], flag: "allowed-origin", arg: "<origin>", env: "APPWATCH_ALLOWED_ORIGINS", file: true, shown: "any", help: "browser Origin allowed on /v1/*; repeat or comma-separate", section: S_SECURITY },
+  // serve and events: the built-in sandbox (chosen by the CLI, src/cli.ts).
+  { key: "sandbox", type: "bool", default: false, commands: ["serve", "events"], flag: "sandbox", env: "APPWATCH_SANDBOX", file: true, shown: "false (but used, with a warning, without a cluster)", help: "watch demo apps on the built-in sandbox API server", section: S_SANDBOX },
+  { key: "sandboxPort", type: "int", min: 0, max: 65535, what: PORT, commands: ["serve", "events"], flag: "sandbox-port", arg: "<port>", env: "APPWATCH_SANDBOX_PORT", file: true, shown: "any free port", help: "port of the sandbox API server", section: S_SANDBOX },
+  { key: "demoIntervalMs", type: "int", min: 0, max: 3_600_000, default: 2000, commands: ["serve", "events"], flag: "demo-interval-ms", arg: "<ms>", env: "APPWATCH_DEMO_INTERVAL_MS", file: true, help: "sandbox: ms between demo app changes (0: none)", section: S_SANDBOX },
+  // events: the Kubernetes watch and what it prints.
+  { key: "selector", type: "string", default: "flyte.org/app-managed=true", commands: ["events"], flag: "selector", short: "l", arg: "<sel>", help: "label selector", section: S_KUBE_WATCH },
+  { key: "initialList", type: "enum", values: ["auto", "streaming", "paginated"], default: "auto", commands: ["events"], flag: "initial-list", arg: "<mode>", help: "auto | streaming | paginated", section: S_KUBE_WATCH },
+  { key: "idleTimeoutSeconds", type: "seconds", min: 0.1, max: 86_400, default: 60, commands: ["events"], flag: "idle-timeout", arg: "<sec>", help: "abort a connection silent for this long", section: S_KUBE_WATCH },
+  { key: "output", type: "enum", values: ["events", "objects"], default: "events", commands: ["events"], flag: "output", short: "o", arg: "<format>", help: "events (a summary per change) | objects (full objects)", section: S_OUTPUT },
+  // watch: the client of a running service.
+  { key: "url", type: "url", default: DEFAULT_URL, commands: ["watch"], flag: "url", arg: "<url>", env: "APPWATCH_URL", help: "the appwatch service", section: S_SERVICE },
+  {
+    key: "token", type: "token", commands: ["watch"], flag: "token", arg: "<token>", env: "APPWATCH_TOKEN", secret: true, shown: "none", section: S_SERVICE,
+    help: 'bearer token (APPWATCH_TOKEN keeps it out of the process list); sent as "Authorization: Bearer" where the runtime\'s WebSocket can (Node), else as the access_token parameter',
+  },
+  { key: "org", type: "name", commands: ["watch"], flag: "org", arg: "<org>", help: "apps of one org", section: S_WHAT },
+  { key: "project", type: "name", commands: ["watch"], flag: "project", arg: "<p>", help: "apps of one project (with --domain)", section: S_WHAT },
+  { key: "domain", type: "name", commands: ["watch"], flag: "domain", arg: "<d>", help: "apps of one domain (with --project)", section: S_WHAT },
+  { key: "app", type: "name", commands: ["watch"], flag: "app", arg: "<name>", help: "one app (needs --project and --domain)", section: S_WHAT },
+  { key: "snapshot", type: "bool", default: true, commands: ["watch"], flag: "no-snapshot", negate: true, shown: "a snapshot first", help: "start with live changes only (no createEvent per existing app)", section: S_WHAT },
+  { key: "resume", type: "text", max: 8192, commands: ["watch"], flag: "resume", arg: "<token>", help: "start after this resume token (from an earlier stream)", section: S_WHAT },
+  { key: "output", type: "enum", values: ["human", "json"], default: "human", commands: ["watch"], flag: "output", short: "o", arg: "<format>", help: "human | json (each frame's JSON verbatim, one per line; connection notes go to stderr as JSON log lines)", section: S_OUTPUT },
+  { key: "verbose", type: "bool", default: false, commands: ["watch"], flag: "verbose", short: "v", help: "human output: also show heartbeats and other control frames", section: S_OUTPUT },
+  { key: "idleTimeoutSeconds", type: "seconds", min: 1, default: 60, commands: ["watch"], flag: "idle-timeout", arg: "<sec>", help: "reconnect when nothing arrives for this long (keep it above the service's --heartbeat-seconds)", section: S_OUTPUT },
+  // serve and events.
+  { key: "logLevel", type: "enum", values: ["debug", "info", "warn", "error"], default: "info", commands: ["serve", "events"], flag: "log-level", arg: "<level>", env: "APPWATCH_LOG_LEVEL", file: true, help: "debug | info | warn | error (logs are JSON lines on stderr)", section: S_LOGS },
+] as const satisfies readonly SettingDef[];
+
+/** Cross-setting rules: `key` is the setting the message is about (errors are labelled with its source). */
+export interface SettingRule<C extends Command> {
+  readonly key: KeyOf<C>;
+  readonly check: (s: SettingsOf<C>) => boolean;
+  readonly message: string;
+}
+
+/** The rules of each command, checked after its settings are merged. */
+export const RULES: { readonly [C in Command]: readonly SettingRule<C>[] } = {
+  serve: [],
+  events: [],
+  watch: [
+    { key: "app", check: (s) => s.app === undefined || (s.project !== undefined && s.domain !== undefined), message: "needs --project and --domain" },
+    { key: "project", check: (s) => (s.project === undefined) === (s.domain === undefined), message: "--project and --domain go together" },
+  ],
+};
+
+/** Environment variable naming the config file (`--config`). */
+export const CONFIG_ENV = "APPWATCH_CONFIG";
+
+// ---------------------------------------------------------------------------------------------
+// Types derived from the table.
+
+type Table = (typeof SETTINGS)[number];
+/** The rows a command reads, including the ones that feed another (`into`). */
+type RowOf<C extends Command> = Table extends infer E ? (E extends { readonly commands: readonly (infer X)[] } ? (C extends X ? E : never) : never) : never;
+type SettingRowOf<C extends Command> = Exclude<RowOf<C>, { readonly into: string }>;
+/** The TypeScript type of each {@link SettingType}. */
+interface TypeOf {
+  int: number;
+  seconds: number;
+  bool: boolean;
+  string: string;
+  enum: string;
+  domain: string;
+  namespaces: string[];
+  tokens: string[];
+  token: string;
+  origins: string[];
+  url: string;
+  name: string;
+  text: string;
+}
+type ValueOf<E> = E extends { readonly type: "enum"; readonly values: readonly (infer V)[] } ? V
+  : E extends { readonly type: infer T extends keyof TypeOf } ? TypeOf[T]
+  : never;
+type Simplify<T> = { [K in keyof T]: T[K] } & {};
+
+/** The keys of a command's settings. */
+export type KeyOf<C extends Command> = SettingRowOf<C>["key"];
+/** The keys a command reads, including the ones that feed another (`authTokensFile`). */
+export type InputKeyOf<C extends Command> = RowOf<C>["key"];
+/** A command's settings: the ones with a default always present, the others optional. */
+export type SettingsOf<C extends Command> = Simplify<
+  & { -readonly [E in SettingRowOf<C> as E extends { readonly default: unknown } ? E["key"] : never]: ValueOf<E> }
+  & { -readonly [E in SettingRowOf<C> as E extends { readonly default: unknown } ? never : E["key"]]?: ValueOf<E> }
+>;
+/**
+ * What `startService` takes: the settings only `serve` reads. The ones it
+ * shares with `events` (the cluster, the sandbox, the log level) are the CLI's.
+ */
+export type ServiceSettings = Simplify<Omit<SettingsOf<"serve">, KeyOf<"events"> | KeyOf<"watch">>>;
+
+// ---------------------------------------------------------------------------------------------
+// Rows and schemas.
+
+/** The rows `command` reads (in table order), including those with `into`. */
+export function rowsOf(command: Command): readonly SettingDef[] {
+  return SETTINGS.filter((s) => (s.commands as readonly Command[]).includes(command));
+}
+
+/** How a string from the environment or a flag becomes a value to validate. */
+export type StringKind = "number" | "bool" | "list" | "string";
+
+/** The {@link StringKind} of a row. */
+export function stringKind(row: SettingDef): StringKind {
+  switch (row.type) {
+    case "int":
+    case "seconds":
+      return "number";
+    case "bool":
+      return "bool";
+    case "namespaces":
+    case "tokens":
+    case "origins":
+      return "list";
+    default:
+      return "string";
+  }
+}
+
+// Messages are phrased to follow "<source>: ".
+const int = (min: number, max: number, what = `an integer from ${min} to ${max}`) =>
+  v.pipe(v.number(`must be ${what}`), v.integer(`must be ${what}`), v.minValue(min, `must be ${what}`), v.maxValue(max, `must be ${what}`));
+function seconds(min: number, max: number | undefined): v.GenericSchema<number, number> {
+  if (max === undefined) {
+    const atLeast = `must be at least ${min} second${min === 1 ? "" : "s"}`;
+    return v.pipe(v.number("must be a number of seconds"), v.minValue(min, atLeast));
+  }
+  const range = `must be a number of seconds (${min}-${max})`;
+  return v.pipe(v.number(range), v.minValue(min, range), v.maxValue(max, range));
+}
+const nonEmpty = v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty"));
+
+const NAMESPACE_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const Namespace = v.pipe(
+  v.string("must be a string"),
+  v.check((s) => s === "*" || (s.length <= 63 && NAMESPACE_RE.test(s)), "a namespace is a DNS label (at most 63 lowercase letters, digits, '-') or '*' for all"),
+);
+const Namespaces = v.pipe(
+  v.array(Namespace, "must be a list of namespaces"),
+  v.check((l) => !l.includes("*") || l.length === 1, "'*' (all namespaces) cannot be combined with other namespaces"),
+);
+
+const Domain = v.pipe(
+  v.string("must be a string"),
+  v.regex(/^([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*)?$/, "must be a DNS domain such as apps.example.com (no scheme, port or path), or empty for no public URLs"),
+);
+
+/** An HTTP(S) origin as browsers send it: scheme://host[:port], nothing else. */
+const Origin = v.pipe(
+  v.string("must be a string"),
+  v.check((s) => {
+    try {
+      const u = new URL(s);
+      return (u.protocol === "http:" || u.protocol === "https:") && u.origin === s;
+    } catch {
+      return false;
+    }
+  }, "an origin is scheme://host[:port] with no path or trailing slash, e.g. https://board.example.com"),
+);
+
+/** A bearer token. Messages never include the value. */
+export const Token = v.pipe(
+  v.string("a token must be a string"),
+  v.minLength(1, "a token must not be empty"),
+  v.maxLength(4096, "a token must be at most 4096 characters"),
+  v.regex(/^[\x21-\x7e]+$/, "a token must be printable ASCII without spaces"),
+);
+
+const Url = v.pipe(
+  v.string("must be a string"),
+  v.check((s) => {
+    try {
+      return ["http:", "https:", "ws:", "wss:"].includes(new URL(s).protocol);
+    } catch {
+      return false;
+    }
+  }, `must be an http(s):// or ws(s):// URL, e.g. ${DEFAULT_URL}`),
+);
+
+/** "a, b or c". */
+function orList(values: readonly string[]): string {
+  return values.length < 2 ? values.join("") : `${values.slice(0, -1).join(", ")} or ${values.at(-1)}`;
+}
+
+/** The schema of one value of `row` (no default: {@link settingsSchema} adds those). */
+export function valueSchema(row: SettingDef): v.GenericSchema {
+  switch (row.type) {
+    case "int":
+      return int(row.min ?? 0, row.max ?? Number.MAX_SAFE_INTEGER, row.what);
+    case "seconds":
+      return seconds(row.min ?? 0, row.max);
+    case "bool":
+      return v.boolean("must be true or false");
+    case "string":
+      return nonEmpty;
+    case "enum":
+      return v.picklist(row.values ?? [], row.message ?? `must be ${orList(row.values ?? [])}`);
+    case "domain":
+      return Domain;
+    case "namespaces":
+      return Namespaces;
+    case "tokens":
+      return v.array(Token, "must be a list of tokens");
+    case "token":
+      return Token;
+    case "origins":
+      return v.array(Origin, "must be a list of origins");
+    case "url":
+      return Url;
+    case "name":
+      return Name;
+    case "text":
+      return v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty"), v.maxLength(row.max ?? 8192, "is too long"));
+  }
+}
+
+/** The schema of a command's merged settings: strict, each setting validated, defaults filled in. */
+export function settingsSchema(command: Command): v.GenericSchema<Record<string, unknown>, Record<string, unknown>> {
+  const entries: Record<string, v.GenericSchema> = {};
+  for (const row of rowsOf(command)) {
+    if (row.into !== undefined) continue;
+    const d = row.default;
+    // Lists get a fresh copy: a caller may change its settings.
+    entries[row.key] = d === undefined ? v.optional(valueSchema(row)) : v.optional(valueSchema(row), Array.isArray(d) ? () => [...d] : d);
+  }
+  return v.strictObject(entries) as v.GenericSchema<Record<string, unknown>, Record<string, unknown>>;
+}
