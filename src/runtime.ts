@@ -14,3 +14,18 @@ export function runtimeName(): RuntimeName {
   if (g.Bun !== undefined) return "bun";
   return "node";
 }
+
+/**
+ * Lets the process exit while `timer` is pending (Node and Bun: `Timeout#unref()`; Deno: numeric
+ * ids and `Deno.unrefTimer`). Returns `timer`.
+ */
+export function unrefTimer<T>(timer: T): T {
+  const t = timer as unknown as { unref?: () => void } | null;
+  if (typeof t === "object" && t !== null && typeof t.unref === "function") {
+    t.unref();
+  } else {
+    const unref = (globalThis as { Deno?: { unrefTimer?: (id: unknown) => void } }).Deno?.unrefTimer;
+    if (typeof unref === "function") unref(timer);
+  }
+  return timer;
+}

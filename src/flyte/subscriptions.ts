@@ -133,6 +133,12 @@ export class Subscription implements AsyncIterable<WatchResponse> {
     return this.#closed;
   }
 
+  readonly #ended = new AbortController();
+  /** Aborts when the subscription ends (closed, or failed under the disconnect policy): a consumer waiting on something else can stop. */
+  get signal(): AbortSignal {
+    return this.#ended.signal;
+  }
+
   stats(): SubscriptionStats {
     return { ...this.#stats, pending: this.pending };
   }
@@ -228,6 +234,7 @@ export class Subscription implements AsyncIterable<WatchResponse> {
     this.#markerAfterNet = undefined;
     this.#wake();
     this.#onClose(this);
+    this.#ended.abort();
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<WatchResponse, void, undefined> {
@@ -318,6 +325,7 @@ export class Subscription implements AsyncIterable<WatchResponse> {
     this.#wake();
     this.#onClose(this);
     this.#closed = true;
+    this.#ended.abort();
   }
 
   #wake(): void {

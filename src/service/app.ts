@@ -13,11 +13,13 @@ import type { App } from "../flyte/model.ts";
 import { KubeApiError } from "../kube/status.ts";
 import { type Logger, silentLogger } from "../log.ts";
 import { type BearerAuth, createBearerAuth } from "./auth.ts";
-import { type Frame, pongFrame } from "./frames.ts";
+import { frameOf, pongFrame } from "./frames.ts";
 import { type BuildInfo, ServiceMetrics } from "./metrics.ts";
 import { ClientMessageSchema, GetAppParamsSchema, issuesOf, ListQuerySchema, parseQuery, type WatchQuery, WatchQuerySchema } from "./schemas.ts";
 import { APP_SERVICE_METHODS, APP_SERVICE_PATH, type AppServiceHandlers, createAppServiceHandlers, mountConnect } from "./connect.ts";
-import { type FrameSink, pumpStream, type StreamOptions } from "./stream.ts";
+import { isRefusal, type SessionItem, type Slot, type StreamRequest, StreamSessions, type StreamSink } from "./session.ts";
+import { sleep } from "../watch/backoff.ts";
+import { unrefTimer } from "../runtime.ts";
 import { startPing } from "./ticker.ts";
 import { mountBoard } from "./board/route.ts";
 import * as v from "valibot";
@@ -132,22 +134,9 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
   const metrics = new ServiceMetrics(options.build ?? { version: "dev", runtime: "unknown", runtimeVersion: "" });
   const auth: BearerAuth | undefined = options.authTokens?.length ? createBearerAuth(options.authTokens) : undefined;
   const origins = options.allowedOrigins?.length ? new Set(options.allowedOrigins) : undefined;
-  const perClient = new Map<string, number>();
   const open = new Set<(code: number, reason: string) => void>();
   let closing = false;
-  const streamOptions: StreamOptions = { heartbeatMs: limits.heartbeatMs, highWaterMark: limits.highWaterMark, catchUpMs: limits.catchUpMs };
-
-  const acquire = (addr: string): boolean => {
-    const n = perClient.get(addr) ?? 0;
-    if (n >= limits.maxConnectionsPerClient) return false;
-    perClient.set(addr, n + 1);
-    return true;
-  };
-  const release = (addr: string): void => {
-    const n = (perClient.get(addr) ?? 1) - 1;
-    if (n <= 0) perClient.delete(addr);
-    else perClient.set(addr, n);
-  };
+  const sessions = new StreamSessions(client, limits, metrics, log);
 
   const app = new Hono();
 
@@ -187,8 +176,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     log,
     ...(auth ? { auth } : {}),
     ...(origins ? { origins } : {}),
-    acquire,
-    release,
+    sessions,
     maxMessageBytes: limits.maxMessageBytes,
   });
   mountConnect(app, appService, metrics, options.clientAddress);
@@ -250,41 +238,46 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
       metrics.reject("bad-query");
       return errorResponse(c, 400, "invalid_argument", q.message, { issues: q.issues });
     }
-    if (closing) {
-      metrics.reject("shutting-down");
-      return errorResponse(c, 503, "unavailable", "the server is shutting down");
-    }
-    const addr = options.clientAddress?.(c) ?? "unknown";
     const { target, kind } = targetOf(q.value);
     const lastEventId = c.req.header("last-event-id");
     const resume = lastEventId !== undefined && lastEventId !== "" ? lastEventId : q.value.resume;
-    const request = { target, targetKind: kind, snapshot: q.value.snapshot, ...(resume !== undefined ? { resume } : {}) };
-    const wantsSse = (c.req.header("accept") ?? "").includes("text/event-stream");
-    const isUpgrade = (c.req.header("upgrade") ?? "").toLowerCase() === "websocket";
+    const request: StreamRequest = { target, targetKind: kind, snapshot: q.value.snapshot, ...(resume !== undefined ? { resume } : {}) };
+    // An upgrade request is a WebSocket, whatever it accepts: an SSE answer to it would be a body
+    // nobody reads (Node hands upgrade requests to the upgrade handler), holding its stream forever.
+    const isUpgrade = c.req.header("upgrade") !== undefined;
+    const wantsSse = !isUpgrade && (c.req.header("accept") ?? "").includes("text/event-stream");
     if (!wantsSse && !isUpgrade) {
       return errorResponse(c, 426, "failed_precondition", "GET /v1/watch needs a WebSocket upgrade or Accept: text/event-stream", {});
     }
-    if (!acquire(addr)) {
-      metrics.reject("per-client-limit");
-      return errorResponse(c, 429, "resource_exhausted", `too many open streams from ${addr} (limit ${limits.maxConnectionsPerClient})`);
-    }
-
-    if (wantsSse || !options.upgradeWebSocket) {
-      if (!wantsSse) {
-        release(addr);
-        return errorResponse(c, 426, "failed_precondition", "WebSocket is not available on this server; use Accept: text/event-stream");
+    if (isUpgrade) {
+      if (!options.upgradeWebSocket) return errorResponse(c, 426, "failed_precondition", "WebSocket is not available on this server; use Accept: text/event-stream");
+      // Refuse a malformed handshake here, before a slot is taken: a runtime that rejects it later
+      // fires neither open nor close, and the slot would never come back.
+      const bad = badHandshake(c);
+      if (bad) {
+        metrics.reject("bad-handshake");
+        if (bad.version) c.header("Sec-WebSocket-Version", "13");
+        return errorResponse(c, bad.version ? 426 : 400, bad.version ? "failed_precondition" : "invalid_argument", bad.message);
       }
-      return sseResponse(request, addr);
     }
+    const slot = sessions.admit(options.clientAddress?.(c) ?? "unknown");
+    if (isRefusal(slot)) {
+      metrics.reject(slot.reason);
+      if (slot.status === 503) c.header("Retry-After", "2");
+      return errorResponse(c, slot.status, slot.code, slot.message);
+    }
+    return wantsSse ? sseResponse(request, slot) : await webSocket(c, next, request, slot);
+  });
 
-    // WebSocket. The slot acquired above is released when the socket closes (or the upgrade fails).
-    let opened = false;
-    const upgrade = options.upgradeWebSocket((_c) => {
+  /** A WebSocket stream; `slot` is released when the session ends, or here if it never starts. */
+  async function webSocket(c: Context, next: () => Promise<void>, request: StreamRequest, slot: Slot): Promise<Response> {
+    let started = false;
+    const upgrade = options.upgradeWebSocket!((_c) => {
       const abort = new AbortController();
       let stopPing: (() => void) | undefined;
-      let raw: unknown;
       let closedByServer = false;
       let gone = false;
+      let opened = false;
       const closeWith = (ws: WSContext, code: number, reason: string) => {
         if (closedByServer) return;
         closedByServer = true;
@@ -297,14 +290,12 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
       let shutdownHook: ((code: number, reason: string) => void) | undefined;
       return {
         onOpen(_evt, ws) {
-          opened = true;
-          raw = ws.raw;
+          started = opened = true;
           metrics.wsConnections++;
           shutdownHook = (code, reason) => closeWith(ws, code, reason);
           open.add(shutdownHook);
-          stopPing = startPing(raw, limits.pingMs);
-          const sink = wsSink(ws);
-          pumpStream(client, request, sink, streamOptions, abort.signal, metrics, log).then((end) => {
+          stopPing = startPing(ws.raw, limits.pingMs);
+          sessions.run(slot, request, wsSink(ws, limits.highWaterMark), abort.signal).then((end) => {
             if (end.reason === "lagging") closeWith(ws, CLOSE.tryAgainLater, "slow consumer: resubscribe with a snapshot");
             else if (end.reason === "dropped") closeWith(ws, CLOSE.tryAgainLater, "send buffer overflow: reconnect with your resume token");
             else if (!abort.signal.aborted) closeWith(ws, CLOSE.goingAway, "subscription ended");
@@ -326,7 +317,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
           }
           const msg = v.safeParse(ClientMessageSchema, parsed);
           if (!msg.success) return closeWith(ws, CLOSE.policy, `unknown message: ${issuesOf(msg.issues).message}`.slice(0, 120));
-          wsSink(ws).send(pongFrame(msg.output.ping.id));
+          wsSink(ws, limits.highWaterMark).send({ kind: "pong", id: msg.output.ping.id });
         },
         onClose(evt) {
           // Once only: Deno fires `close` twice when its ping times out.
@@ -337,7 +328,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
           stopPing?.();
           if (shutdownHook) open.delete(shutdownHook);
           if (opened) metrics.wsConnections--;
-          release(addr);
+          slot.release(); // the session releases it too; either may come first
         },
         onError() {
           abort.abort();
@@ -346,30 +337,33 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     });
     try {
       const res = await upgrade(c, next);
-      if (!opened && (!res || res.status !== 101)) {
-        // Not upgraded (Bun/Deno return a response synchronously; Node answers 101 later).
-        if (res && res.status !== 101 && res.status !== 200) release(addr);
-      }
+      // Bun and Deno answer a failed upgrade at once; Node answers 200 here and 101 later, so its
+      // slot is given back if the socket has not opened by the handshake deadline.
+      if (!res || (res.status !== 101 && res.status !== 200)) slot.release();
+      else if (!started) unrefTimer(setTimeout(() => started || slot.release(), HANDSHAKE_DEADLINE_MS));
       return res ?? errorResponse(c, 400, "invalid_argument", "WebSocket upgrade failed");
     } catch (err) {
-      release(addr);
+      slot.release();
       log.warn("WebSocket upgrade failed", { error: err instanceof Error ? err.message : String(err) });
       return errorResponse(c, 400, "invalid_argument", "WebSocket upgrade failed");
     }
-  });
+  }
 
-  function sseResponse(request: Parameters<typeof pumpStream>[1], addr: string): Response {
+  /** An SSE stream: the session's items as `event:`/`id:`/`data:` records; its pulls are the drain signal. */
+  function sseResponse(request: StreamRequest, slot: Slot): Response {
     const abort = new AbortController();
     const encoder = new TextEncoder();
     let controller!: ReadableStreamDefaultController<Uint8Array>;
     let ended = false;
+    let pulled: (() => void) | undefined;
     const end = () => {
       if (ended) return;
       ended = true;
       abort.abort();
       open.delete(shutdownHook);
       metrics.sseConnections--;
-      release(addr);
+      slot.release();
+      pulled?.();
       try {
         controller.close();
       } catch { /* cancelled */ }
@@ -380,13 +374,20 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
         controller = ctl;
         ctl.enqueue(encoder.encode(`retry: 2000\n\n`));
       },
+      pull() {
+        const wake = pulled;
+        pulled = undefined;
+        wake?.();
+      },
       cancel() {
         end();
       },
     }, { highWaterMark: limits.highWaterMark, size: (chunk) => chunk.byteLength });
-    const sink: FrameSink = {
-      send(frame: Frame) {
+    const sink: StreamSink = {
+      heartbeats: true,
+      send(item) {
         if (ended) return "closed";
+        const frame = frameOf(item);
         const id = frame.token !== undefined ? `id: ${frame.token}\n` : "";
         try {
           controller.enqueue(encoder.encode(`event: ${frame.kind}\n${id}data: ${frame.json}\n\n`));
@@ -395,14 +396,17 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
           return "closed";
         }
       },
-      bufferedAmount() {
-        const free = controller.desiredSize ?? 0;
-        return Math.max(0, limits.highWaterMark - free);
-      },
+      full: () => !ended && (controller.desiredSize ?? 0) <= 0,
+      drained: (signal) =>
+        new Promise<void>((resolve) => {
+          if (ended || signal.aborted || (controller.desiredSize ?? 0) > 0) return resolve();
+          pulled = resolve;
+          signal.addEventListener("abort", () => resolve(), { once: true });
+        }),
     };
     metrics.sseConnections++;
     open.add(shutdownHook);
-    pumpStream(client, request, sink, streamOptions, abort.signal, metrics, log).then(end, (err) => {
+    sessions.run(slot, request, sink, abort.signal).then(end, (err) => {
       log.error("SSE stream failed", { error: err instanceof Error ? err.message : String(err) });
       end();
     });
@@ -422,17 +426,39 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     closeStreams(code: number = CLOSE.goingAway, reason = "server shutting down") {
       closing = true;
       for (const close of [...open]) close(code, reason);
+      sessions.close(reason);
       appService.close(reason);
     },
   };
 }
 
-/** A WebSocket as a {@link FrameSink}: Bun's `send()` result is checked, never dropped unnoticed. */
-function wsSink(ws: WSContext): FrameSink {
+/** How long a Node upgrade (answered 200 now, 101 later) may take before its slot is given back. */
+const HANDSHAKE_DEADLINE_MS = 10_000;
+/** How often a WebSocket sink re-checks its buffer: runtimes give no drain event on the socket. */
+const WS_DRAIN_POLL_MS = 10;
+
+/** What is wrong with a WebSocket handshake, in the terms the runtimes refuse it for (RFC 6455 §4.2.1). */
+function badHandshake(c: Context): { message: string; version?: true } | undefined {
+  if ((c.req.header("upgrade") ?? "").toLowerCase() !== "websocket") return { message: `Upgrade must be "websocket"` };
+  const key = c.req.header("sec-websocket-key") ?? "";
+  if (!/^[+/0-9A-Za-z]{22}==$/.test(key)) return { message: "Sec-WebSocket-Key must be 16 bytes in base64" };
+  if (c.req.header("sec-websocket-version") !== "13") return { message: "Sec-WebSocket-Version must be 13", version: true };
+  return undefined;
+}
+
+/** A WebSocket as a {@link StreamSink}: Bun's `send()` result is checked, never dropped unnoticed. */
+function wsSink(ws: WSContext, highWaterMark: number): StreamSink & { send(item: SessionItem | { kind: "pong"; id: string | undefined }): "ok" | "closed" | "dropped" } {
   // deno-lint-ignore no-explicit-any
   const raw = ws.raw as any;
+  const buffered = (): number => {
+    if (typeof raw?.getBufferedAmount === "function") return raw.getBufferedAmount();
+    return typeof raw?.bufferedAmount === "number" ? raw.bufferedAmount : 0;
+  };
+  const full = () => buffered() > highWaterMark;
   return {
-    send(frame) {
+    heartbeats: true,
+    send(item) {
+      const frame = item.kind === "pong" ? pongFrame(item.id) : frameOf(item);
       if ((raw?.readyState ?? ws.readyState) !== 1) return "closed";
       if (typeof raw?.getBufferedAmount === "function") {
         // Bun: >0 bytes sent, -1 queued under backpressure, 0 dropped (over backpressureLimit).
@@ -442,9 +468,9 @@ function wsSink(ws: WSContext): FrameSink {
       ws.send(frame.json);
       return "ok";
     },
-    bufferedAmount() {
-      if (typeof raw?.getBufferedAmount === "function") return raw.getBufferedAmount();
-      return typeof raw?.bufferedAmount === "number" ? raw.bufferedAmount : 0;
+    full,
+    async drained(signal) {
+      while (full() && !signal.aborted && (raw?.readyState ?? ws.readyState) === 1) await sleep(WS_DRAIN_POLL_MS, signal);
     },
   };
 }

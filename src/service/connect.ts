@@ -35,8 +35,8 @@ import {
   WatchRequestSchema,
   WatchResponseSchema,
 } from "../flyte/proto/app_service_pb.ts";
-import { LaggingError } from "../flyte/subscriptions.ts";
 import type { Logger } from "../log.ts";
+import { isRefusal, type SessionItem, type StreamEnd, type StreamSessions, type StreamSink } from "./session.ts";
 import type { BearerAuth } from "./auth.ts";
 import type { ServiceMetrics } from "./metrics.ts";
 
@@ -52,9 +52,8 @@ export interface ConnectRoutesOptions {
   log: Logger;
   auth?: BearerAuth;
   origins?: Set<string>;
-  /** Takes one of the client's stream slots; false when it has none left. */
-  acquire(addr: string): boolean;
-  release(addr: string): void;
+  /** The service's stream sessions: Watch streams are admitted and run there, like WebSocket and SSE. */
+  sessions: StreamSessions;
   /** Largest request message in bytes. */
   maxMessageBytes: number;
 }
@@ -68,6 +67,77 @@ export interface ConnectStreams {
 }
 
 const clientAddressKey = createContextKey<string>("unknown", { description: "client address" });
+
+/**
+ * Request header: resume a Watch after this token (Flyte's `WatchRequest` has no field for it).
+ * Response header: the position the snapshot or replay is consistent at; trailer: the position
+ * after the last event sent. Same tokens as `/v1/watch`.
+ */
+export const RESUME_HEADER = "appwatch-resume";
+/** Response header: how the Watch started (`snapshot`, `resumed`), as in the `start` frame. */
+export const START_HEADER = "appwatch-start";
+/** Items a Watch stream may hold before the session stops taking events for it. */
+const CONNECT_HIGH_WATER_MARK = 16;
+
+/**
+ * A Connect Watch as a {@link StreamSink}: a small queue the handler's generator drains. connect-es
+ * pulls the generator only as fast as the response body is read, so a full queue is backpressure
+ * from the client, and each take is the drain signal.
+ */
+class ConnectSink implements StreamSink {
+  readonly heartbeats = false;
+  readonly #queue: SessionItem[] = [];
+  #wake: (() => void) | undefined;
+  #drained: (() => void) | undefined;
+  #done = false;
+  end: StreamEnd | undefined;
+  error: unknown;
+
+  send(item: SessionItem): "ok" | "closed" {
+    if (this.#done) return "closed";
+    if (item.kind === "heartbeat") return "ok";
+    this.#queue.push(item);
+    this.#notify();
+    return "ok";
+  }
+  full(): boolean {
+    return this.#queue.length >= CONNECT_HIGH_WATER_MARK;
+  }
+  drained(signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      if (!this.full() || signal.aborted || this.#done) return resolve();
+      this.#drained = resolve;
+      signal.addEventListener("abort", () => resolve(), { once: true });
+    });
+  }
+  finish(end: StreamEnd | undefined, error?: unknown): void {
+    this.end = end;
+    this.error = error;
+    this.#done = true;
+    this.#notify();
+  }
+  #notify(): void {
+    const w = this.#wake;
+    this.#wake = undefined;
+    w?.();
+  }
+  async *items(): AsyncGenerator<SessionItem> {
+    for (;;) {
+      const item = this.#queue.shift();
+      if (item !== undefined) {
+        if (!this.full()) {
+          const d = this.#drained;
+          this.#drained = undefined;
+          d?.();
+        }
+        yield item;
+        continue;
+      }
+      if (this.#done) return;
+      await new Promise<void>((resolve) => (this.#wake = resolve));
+    }
+  }
+}
 
 /** Whether a request opened a Watch stream (counted in `appwatch_connect_streams` until its body is drained). */
 export interface StreamState {
@@ -263,40 +333,55 @@ export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServ
     async *watch(req: Message, ctx: HandlerContext) {
       const { target, kind } = watchTargetOf(toJson(WatchRequestSchema, req));
       if (closing !== undefined) throw new ConnectError(closing, Code.Unavailable);
-      const addr = ctx.values.get(clientAddressKey);
-      if (!options.acquire(addr)) {
-        metrics.reject("per-client-limit");
-        throw new ConnectError(`too many open streams from ${addr}`, Code.ResourceExhausted);
+      const resume = ctx.requestHeader.get(RESUME_HEADER) ?? undefined;
+      const slot = options.sessions.admit(ctx.values.get(clientAddressKey));
+      if (isRefusal(slot)) {
+        metrics.reject(slot.reason);
+        throw new ConnectError(slot.message, slot.status === 429 ? Code.ResourceExhausted : Code.Unavailable);
       }
       const stop = new AbortController();
       streams.add(stop);
-      const sub = client.subscribe(target, { snapshot: true });
-      metrics.subscriberOpened(kind, sub);
       metrics.connectStreams++;
       const state = ctx.values.get(streamStateKey);
       state.opened = true;
-      const end = () => sub.close();
-      ctx.signal.addEventListener("abort", end, { once: true });
-      stop.signal.addEventListener("abort", end, { once: true });
+      const onGone = () => stop.abort();
+      ctx.signal.addEventListener("abort", onGone, { once: true });
+      const sink = new ConnectSink();
+      const run = options.sessions.run(slot, { target, targetKind: kind, snapshot: true, ...(resume ? { resume } : {}) }, sink, stop.signal)
+        .then((end) => sink.finish(end), (err) => sink.finish(undefined, err));
+      let position: string | undefined;
       try {
-        // Snapshot createEvents, then live events; `synced` markers have no place in WatchResponse.
-        for await (const item of sub.items()) {
-          if (item.event !== undefined) yield watchMessage(item.event);
+        // The shared session: snapshot (or the replay after a resume token) as createEvents, then live
+        // events and relist diffs; `synced` and heartbeats have no place in WatchResponse. Resume
+        // positions travel in the response header and trailer (docs/protocol.md).
+        for await (const item of sink.items()) {
+          if (item.kind === "start") {
+            position = item.position;
+            ctx.responseHeader.set(RESUME_HEADER, item.position);
+            ctx.responseHeader.set(START_HEADER, item.start.kind);
+          } else if (item.kind === "synced") position = item.token;
+          else if (item.kind === "event") {
+            if (item.token !== undefined) position = item.token;
+            yield watchMessage(item.event);
+          }
         }
-      } catch (err) {
-        if (err instanceof LaggingError) throw new ConnectError(err.message, Code.ResourceExhausted);
-        log.error("Connect Watch stream failed", { error: errorText(err) });
-        throw new ConnectError("internal error", Code.Internal);
+        const end = sink.end;
+        if (end?.reason === "lagging") throw new ConnectError(end.message, Code.ResourceExhausted);
+        if (end?.reason === "dropped") throw new ConnectError("send buffer overflow: reconnect with your resume token", Code.ResourceExhausted);
+        if (sink.error !== undefined) {
+          log.error("Connect Watch stream failed", { error: errorText(sink.error) });
+          throw new ConnectError("internal error", Code.Internal);
+        }
+        // The session ended without the client leaving: the server is shutting down.
+        if (!ctx.signal.aborted) throw new ConnectError(closing ?? "the server is shutting down", Code.Unavailable);
       } finally {
-        ctx.signal.removeEventListener("abort", end);
+        if (position !== undefined) ctx.responseTrailer.set(RESUME_HEADER, position);
+        ctx.signal.removeEventListener("abort", onGone);
+        stop.abort();
+        await run;
         streams.delete(stop);
-        sub.close();
-        metrics.subscriberClosed(kind, sub);
         if (!state.drainTracked) metrics.connectStreams--;
-        options.release(addr);
       }
-      // The subscription ended without the client leaving: the server is shutting down.
-      if (stop.signal.aborted) throw new ConnectError(closing ?? "the server is shutting down", Code.Unavailable);
     },
 
     create() {

@@ -7,6 +7,7 @@
  */
 import type { WatchResponse } from "../flyte/model.ts";
 import type { SubscriptionStart } from "../flyte/subscriptions.ts";
+import type { SessionItem } from "./session.ts";
 
 /** The kind of a frame (the SSE `event:` name). */
 export type FrameKind = "createEvent" | "updateEvent" | "deleteEvent" | "start" | "synced" | "heartbeat" | "pong" | "error";
@@ -85,4 +86,20 @@ export function pongFrame(id: string | undefined): Frame {
 /** Sent right before the server ends a stream for a reason the client should know. */
 export function errorFrame(code: string, message: string): Frame {
   return { kind: "error", json: JSON.stringify({ error: { code, message } }) };
+}
+
+/** A session item as the frame WebSocket and SSE clients get. */
+export function frameOf(item: SessionItem): Frame {
+  switch (item.kind) {
+    case "start":
+      return startFrame(item.start, item.snapshotSize);
+    case "event":
+      return eventFrame(item.event, item.token);
+    case "synced":
+      return syncedFrame(item.token, item.after);
+    case "heartbeat":
+      return heartbeatFrame(item.token);
+    case "error":
+      return errorFrame(item.code, item.message);
+  }
 }

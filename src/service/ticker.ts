@@ -14,6 +14,7 @@
  * where the runtime allows it (open connections keep the process alive anyway).
  * @module
  */
+import { unrefTimer } from "../runtime.ts";
 
 /** Slot length the ticker aims for: periods shorter than `slots × MIN_SLOT_MS` get fewer slots. */
 const MIN_SLOT_MS = 250;
@@ -94,16 +95,7 @@ export class Ticker {
   }
 
   #start(): void {
-    const timer = setInterval(() => this.tick(), this.periodMs / this.slots);
-    this.#timer = timer;
-    // Node and Bun: Timeout#unref(); Deno: numeric ids and Deno.unrefTimer.
-    if (typeof timer === "object" && timer !== null && typeof (timer as { unref?: () => void }).unref === "function") {
-      (timer as { unref: () => void }).unref();
-    } else {
-      // deno-lint-ignore no-explicit-any
-      const unrefTimer = (globalThis as any).Deno?.unrefTimer;
-      if (typeof unrefTimer === "function") unrefTimer(timer);
-    }
+    this.#timer = unrefTimer(setInterval(() => this.tick(), this.periodMs / this.slots));
   }
 
   #stop(): void {

@@ -1,0 +1,262 @@
+/**
+ * The one lifecycle of every subscriber stream — WebSocket, SSE and Connect `Watch` alike:
+ * admit (slot, readiness) → resume or snapshot → subscribe → pump → release. The transports only
+ * provide a {@link StreamSink}; everything a client can rely on (no `synced` before the hub holds a
+ * complete snapshot, exact resume, slow-consumer policy, heartbeats, the slot given back on every
+ * path) is decided here, once.
+ *
+ * Backpressure: while the sink is full, nothing more is taken from the subscription, so its
+ * bounded buffer fills and the slow-consumer policy (coalesce / drop / disconnect) decides — the
+ * upstream watch never waits. The session waits on the sink's own drain signal.
+ * @module
+ */
+import type { AppK8sClient, SubscribeTarget } from "../flyte/app-client.ts";
+import type { WatchResponse } from "../flyte/model.ts";
+import { LaggingError, type SubscriptionStart } from "../flyte/subscriptions.ts";
+import type { Logger } from "../log.ts";
+import type { ServiceMetrics } from "./metrics.ts";
+import { sharedTicker } from "./ticker.ts";
+
+/** What a stream delivers, whatever the transport. */
+export type SessionItem =
+  | { kind: "start"; start: SubscriptionStart; snapshotSize: number; position: string }
+  | { kind: "event"; event: WatchResponse; token?: string }
+  | { kind: "synced"; token: string; after: "snapshot" | "resume" | "resync" }
+  | { kind: "heartbeat"; token?: string }
+  | { kind: "error"; code: string; message: string };
+
+/** Where a session's items go (a WebSocket, an SSE response, a Connect stream). */
+export interface StreamSink {
+  /**
+   * Delivers one item. `dropped`: the runtime discarded it (Bun past its backpressure limit), so
+   * the client missed data and the stream must end; `closed`: the client is gone.
+   */
+  send(item: SessionItem): "ok" | "closed" | "dropped";
+  /** True while the transport holds more than it should: the session stops taking events. */
+  full(): boolean;
+  /** Resolves once the sink is no longer full (or `signal` aborts). */
+  drained(signal: AbortSignal): Promise<void>;
+  /** False for transports that have no place for heartbeats (Connect's `WatchResponse`). */
+  readonly heartbeats: boolean;
+}
+
+/** What a client asks for. */
+export interface StreamRequest {
+  target: SubscribeTarget;
+  /** Metric label: `app`, `project`, `org`, `all`. */
+  targetKind: string;
+  snapshot: boolean;
+  resume?: string;
+}
+
+/** How a stream ended. */
+export type StreamEnd =
+  | { reason: "closed" } // the client went away or the signal aborted
+  | { reason: "lagging"; message: string } // disconnect policy
+  | { reason: "dropped" } // the runtime dropped a frame
+  | { reason: "ended" }; // the subscription ended (shutdown, stopWatching)
+
+/** A stream slot of one client address; `release` is idempotent. */
+export interface Slot {
+  readonly addr: string;
+  release(): void;
+}
+
+/** Why a stream was not admitted: an HTTP status and an error code every transport can map. */
+export interface Refusal {
+  status: 429 | 503;
+  code: "resource_exhausted" | "unavailable";
+  message: string;
+  reason: "per-client-limit" | "not-synced" | "shutting-down";
+}
+
+/** Tuning of the sessions. */
+export interface SessionOptions {
+  /** Open streams per client address. */
+  maxConnectionsPerClient: number;
+  /** Heartbeat period (ms). */
+  heartbeatMs: number;
+  /** How long to wait for this replica to catch up with a resume token from a replica ahead of it. */
+  catchUpMs: number;
+}
+
+/**
+ * Every open stream of the service: admission (per-client slots, readiness, shutdown) and the
+ * session loop. One instance per service.
+ */
+export class StreamSessions {
+  readonly #client: AppK8sClient;
+  readonly #options: SessionOptions;
+  readonly #metrics: ServiceMetrics;
+  readonly #log: Logger;
+  readonly #perClient = new Map<string, number>();
+  readonly #open = new Set<AbortController>();
+  #closing: string | undefined;
+
+  constructor(client: AppK8sClient, options: SessionOptions, metrics: ServiceMetrics, log: Logger) {
+    this.#client = client;
+    this.#options = options;
+    this.#metrics = metrics;
+    this.#log = log;
+  }
+
+  /** Streams open now. */
+  get open(): number {
+    return this.#open.size;
+  }
+
+  /** Open slots of one client address (for tests and metrics). */
+  slotsOf(addr: string): number {
+    return this.#perClient.get(addr) ?? 0;
+  }
+
+  /**
+   * Admits a new stream from `addr`: a {@link Slot}, or why not. A stream is refused while the hub
+   * has no complete snapshot (before the initial sync), so no client is ever told `synced` about
+   * an empty or partial state.
+   */
+  admit(addr: string): Slot | Refusal {
+    if (this.#closing !== undefined) {
+      return { status: 503, code: "unavailable", message: this.#closing, reason: "shutting-down" };
+    }
+    if (!this.#client.synced) {
+      return {
+        status: 503,
+        code: "unavailable",
+        message: "the initial sync of app KServices is not done yet (see /readyz); retry shortly",
+        reason: "not-synced",
+      };
+    }
+    const n = this.#perClient.get(addr) ?? 0;
+    if (n >= this.#options.maxConnectionsPerClient) {
+      return {
+        status: 429,
+        code: "resource_exhausted",
+        message: `too many open streams from ${addr} (limit ${this.#options.maxConnectionsPerClient})`,
+        reason: "per-client-limit",
+      };
+    }
+    this.#perClient.set(addr, n + 1);
+    let released = false;
+    return {
+      addr,
+      release: () => {
+        if (released) return;
+        released = true;
+        const left = (this.#perClient.get(addr) ?? 1) - 1;
+        if (left <= 0) this.#perClient.delete(addr);
+        else this.#perClient.set(addr, left);
+      },
+    };
+  }
+
+  /** Ends every open stream and refuses new ones with `reason`. */
+  close(reason: string): void {
+    this.#closing = reason;
+    for (const stop of [...this.#open]) stop.abort();
+  }
+
+  /**
+   * Runs one stream to its end and releases `slot` (on every path). Never throws for client
+   * behaviour; returns why it ended. `signal` aborts when the client leaves.
+   */
+  async run(slot: Slot, request: StreamRequest, sink: StreamSink, signal: AbortSignal): Promise<StreamEnd> {
+    const stop = new AbortController();
+    const onClientGone = () => stop.abort();
+    signal.addEventListener("abort", onClientGone, { once: true });
+    if (signal.aborted) stop.abort();
+    this.#open.add(stop);
+    try {
+      return await this.#pump(request, sink, stop.signal, signal);
+    } finally {
+      signal.removeEventListener("abort", onClientGone);
+      this.#open.delete(stop);
+      slot.release();
+    }
+  }
+
+  async #pump(request: StreamRequest, sink: StreamSink, stop: AbortSignal, clientSignal: AbortSignal): Promise<StreamEnd> {
+    const client = this.#client;
+    const metrics = this.#metrics;
+    if (request.resume !== undefined && !stop.aborted) {
+      // A token from a replica slightly ahead of this one: wait briefly, then resume exactly.
+      await client.catchUp(request.resume, this.#options.catchUpMs, stop);
+    }
+    if (stop.aborted) return { reason: "closed" };
+    const sub = client.subscribe(request.target, { snapshot: request.snapshot, ...(request.resume !== undefined ? { resume: request.resume } : {}) });
+    // Taken in the same turn as the subscription: the position its snapshot or replay is consistent at.
+    const position = client.token();
+    metrics.subscriberOpened(request.targetKind, sub);
+    const onStop = () => sub.close();
+    stop.addEventListener("abort", onStop, { once: true });
+
+    let end: StreamEnd = { reason: "ended" };
+    const deliver = (item: SessionItem): boolean => {
+      const r = sink.send(item);
+      if (r === "ok") {
+        metrics.frameSent(item.kind === "event" ? eventKind(item.event) : item.kind);
+        return true;
+      }
+      if (r === "dropped") {
+        metrics.framesDroppedByRuntime++;
+        end = { reason: "dropped" };
+        this.#log.error("the runtime dropped a frame (send buffer over its limit); closing the stream", { kind: item.kind });
+      } else {
+        end = { reason: "closed" };
+      }
+      sub.close();
+      return false;
+    };
+    // One process-wide timer for every stream's heartbeat (see ticker.ts), not an interval per stream.
+    const stopHeartbeat = sink.heartbeats
+      ? sharedTicker(this.#options.heartbeatMs).add(() => {
+        if (!sub.closed && !sink.full()) deliver({ kind: "heartbeat", token: sub.resumeToken(client.token()) });
+      })
+      : () => {};
+
+    try {
+      if (!deliver({ kind: "start", start: sub.start, snapshotSize: sub.snapshotSize, position })) return end;
+      for await (const item of sub.items()) {
+        if (sink.full() && !stop.aborted && !sub.closed) {
+          // Wait for the sink, or for the subscription to end (a lagging consumer under `disconnect`).
+          const wait = AbortSignal.any([stop, sub.signal]);
+          while (sink.full() && !wait.aborted) {
+            metrics.backpressureWaits++;
+            await sink.drained(wait);
+          }
+        }
+        if (stop.aborted) break;
+        // Closed while waiting: the next take ends the loop, or throws LaggingError (disconnect policy).
+        if (sub.closed) continue;
+        const ok = item.synced !== undefined
+          ? deliver({ kind: "synced", token: item.token, after: item.synced })
+          : deliver({ kind: "event", event: item.event, ...tokenOf(item.token ?? (sub.pending === 0 ? client.token() : undefined)) });
+        if (!ok) break;
+      }
+    } catch (err) {
+      if (!(err instanceof LaggingError)) throw err;
+      end = { reason: "lagging", message: err.message };
+      sink.send({ kind: "error", code: "lagging", message: err.message });
+    } finally {
+      stopHeartbeat();
+      stop.removeEventListener("abort", onStop);
+      sub.close();
+      metrics.subscriberClosed(request.targetKind, sub);
+    }
+    if (clientSignal.aborted) return { reason: "closed" };
+    return end;
+  }
+}
+
+function tokenOf(token: string | undefined): { token?: string } {
+  return token === undefined ? {} : { token };
+}
+
+function eventKind(e: WatchResponse): "createEvent" | "updateEvent" | "deleteEvent" {
+  return "createEvent" in e ? "createEvent" : "updateEvent" in e ? "updateEvent" : "deleteEvent";
+}
+
+/** Whether a request is a stream refused by {@link StreamSessions.admit}. */
+export function isRefusal(x: Slot | Refusal): x is Refusal {
+  return "status" in x;
+}
