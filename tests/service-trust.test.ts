@@ -48,9 +48,9 @@ function handshake(path: string, headers: Record<string, string | undefined>): s
 }
 
 /** Connect streaming envelope (flags, big-endian length, JSON). */
-function envelope(json: unknown): Uint8Array {
+function envelope(json: unknown): Uint8Array<ArrayBuffer> {
   const body = new TextEncoder().encode(JSON.stringify(json));
-  const out = new Uint8Array(5 + body.length);
+  const out = new Uint8Array(new ArrayBuffer(5 + body.length));
   new DataView(out.buffer).setUint32(1, body.length);
   out.set(body, 5);
   return out;

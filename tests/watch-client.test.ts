@@ -29,7 +29,7 @@ function settings(overrides: Partial<ServiceSettings> = {}): ServiceSettings {
 
 /**
  * Starts a service (on a fresh sandbox, or on the cluster `on.kubeconfig` names) and waits for its
- * initial sync (and, on the sandbox, for the demo apps' replica lookups).
+ * initial sync.
  */
 async function serve(overrides: Partial<ServiceSettings> = {}, on?: { kubeconfig: string }): Promise<RunningService & { logs: string[]; sb: Sandbox | undefined }> {
   const logs: string[] = [];
@@ -37,13 +37,7 @@ async function serve(overrides: Partial<ServiceSettings> = {}, on?: { kubeconfig
   const cluster = sandbox ?? await connectCluster({ kubeconfig: on!.kubeconfig, namespaces: ["flyte"] });
   const service = await startService(settings(overrides), { logger: createLogger({ level: "warn", sink: (l) => logs.push(l) }), cluster });
   await service.watching;
-  const sb = sandbox?.sandbox;
-  if (sb) {
-    // Right after the sync the client looks up the demo apps' replica counts; each answer may re-convert an app.
-    const m = service.apps.metrics;
-    const withRevision = sb.list("services").filter((s) => (s.status as { latestReadyRevisionName?: string } | undefined)?.latestReadyRevisionName).length;
-    await waitFor(() => m.revisionRequests >= withRevision && m.events.update + m.unchanged >= withRevision, "replica lookups", 15_000);
-  }
+  const sb = sandbox?.sandbox; // replica counts are in the snapshot already (the Revision watch is listed first)
   return Object.assign(service, { logs, sb });
 }
 

@@ -8,7 +8,7 @@
  */
 import { type Context, Hono, type MiddlewareHandler } from "hono";
 import type { UpgradeWebSocket, WSContext } from "hono/ws";
-import { type AppK8sClient, AppNotFoundError, type SubscribeTarget } from "../flyte/app-client.ts";
+import { type AppK8sClient, AppNotFoundError, InvalidPageTokenError, type SubscribeTarget } from "../flyte/app-client.ts";
 import type { App } from "../flyte/model.ts";
 import { KubeApiError } from "../kube/status.ts";
 import { type Logger, silentLogger } from "../log.ts";
@@ -221,6 +221,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
   });
 
   const apiError = (c: Context, err: unknown, what: string): Response => {
+    if (err instanceof InvalidPageTokenError) return errorResponse(c, 400, "invalid_argument", err.message);
     if (err instanceof KubeApiError) {
       log.warn(`${what}: the API server refused`, { code: err.code, reason: err.reason, error: err.message });
       if (err.code === 410) return errorResponse(c, 400, "invalid_argument", `the page token has expired: ${err.message}`);

@@ -23,7 +23,7 @@ import {
 import { universalServerRequestFromFetch, universalServerResponseToFetch } from "@connectrpc/connect/protocol";
 import type { Context, Hono } from "hono";
 import * as v from "valibot";
-import { type AppK8sClient, AppNotFoundError, type SubscribeTarget } from "../flyte/app-client.ts";
+import { type AppK8sClient, AppNotFoundError, InvalidPageTokenError, type SubscribeTarget } from "../flyte/app-client.ts";
 import type { App, WatchResponse } from "../flyte/model.ts";
 import {
   AppSchema,
@@ -308,6 +308,7 @@ export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServ
         const page = await client.list(project, domain, r.request?.limit ?? 0, r.request?.token ?? "");
         return create(ListResponseSchema, { apps: page.apps.map(appMessage), token: page.token } as never);
       } catch (err) {
+        if (err instanceof InvalidPageTokenError) throw new ConnectError(err.message, Code.InvalidArgument);
         throw new ConnectError(`failed to list KServices for ${project}/${domain}: ${errorText(err)}`, Code.Internal);
       }
     },

@@ -20,7 +20,7 @@ import { type ServerAdapter, urlHost } from "./types.ts";
 
 /** Set on a request's env once node-server has taken its socket for a WebSocket. */
 const UPGRADING = Symbol("appwatch.upgrading");
-type Env = { incoming?: IncomingMessage & { socket?: Duplex }; [UPGRADING]?: boolean };
+type Env = { incoming?: { socket?: Duplex }; [UPGRADING]?: boolean };
 
 /** node-server's `upgradeWebSocket`, noting on the env that the socket is node-server's now. */
 const upgradeWebSocket = ((createEvents: unknown, options: unknown) => {

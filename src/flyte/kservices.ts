@@ -1,0 +1,187 @@
+/**
+ * The KService → App stream: every watched KService converted (Flyte's `kserviceToApp`, with the
+ * replica count from its ready Revision), keyed by the identity of its `flyte.org/app-id`
+ * annotation, and each identity's App handed to the hub. Labels, names and namespaces never decide
+ * an identity: two KServices that claim one app-id are one app, shown from one of them (the one
+ * Flyte's Deploy would have named, else the oldest), and a warning names the others.
+ * @module
+ */
+import type { Logger } from "../log.ts";
+import type { KubeObject } from "../watch/types.ts";
+import { AppConversionError, kserviceToApp } from "./convert.ts";
+import { type AppHub, appKey } from "./hub.ts";
+import type { App, AppsConfig } from "./model.ts";
+import { KServiceName } from "./naming.ts";
+
+/**
+ * What the watch keeps of a KService: everything the conversion reads (metadata without
+ * `managedFields`, and `status`). `managedFields` and `spec` (the pod template; the app's spec comes
+ * from the `flyte.org/spec` annotation) are about half of a KService's bytes and are never read.
+ */
+export function slimKService<T extends KubeObject>(obj: T): T {
+  // The reflector's byte-level `prune` already cut both from watch lines and list pages: nothing
+  // to rebuild. The rebuild stays for what pruning passes through (a caller's own `prune`).
+  if (obj.spec === undefined && obj.metadata.managedFields === undefined) return obj;
+  // Rebuilt rather than `delete`d: V8 turns an object a property was deleted from into a slower,
+  // larger dictionary-mode object.
+  const { managedFields: _managedFields, ...metadata } = obj.metadata;
+  const { spec: _spec, metadata: _metadata, ...rest } = obj;
+  return { ...rest, metadata } as T;
+}
+
+/** `namespace/name` of the Revision a KService's replica count comes from, or "". */
+export function revisionOf(ksvc: KubeObject): string {
+  const rev = (ksvc.status as { latestReadyRevisionName?: unknown } | undefined)?.latestReadyRevisionName;
+  return typeof rev === "string" && rev !== "" ? `${ksvc.metadata.namespace ?? ""}/${rev}` : "";
+}
+
+interface Converted {
+  ksvc: KubeObject;
+  /** Undefined when the KService is not an app (no or a malformed app-id). */
+  app?: App;
+  appKey?: string;
+  revision: string;
+}
+
+/** Options of {@link KServiceApps}. */
+export interface KServiceAppsOptions {
+  hub: AppHub;
+  config: AppsConfig;
+  logger: Logger;
+  /** `actualReplicas` of a Revision (`namespace/name`), when known. */
+  replicas(revision: string): number | undefined;
+  /** Counts conversion failures. */
+  onConversionError(): void;
+}
+
+/** See the module documentation. */
+export class KServiceApps {
+  readonly #o: KServiceAppsOptions;
+  readonly #byKsvc = new Map<string, Converted>();
+  /** KServices (keys) by the identity they claim. */
+  readonly #byId = new Map<string, Set<string>>();
+  /** KService keys by the Revision (`namespace/name`) their replica count comes from. */
+  readonly #byRevision = new Map<string, Set<string>>();
+  /** Identities whose duplicates were already reported (the set of claimants, as text). */
+  readonly #reported = new Map<string, string>();
+
+  constructor(options: KServiceAppsOptions) {
+    this.#o = options;
+  }
+
+  /** KServices held. */
+  get size(): number {
+    return this.#byKsvc.size;
+  }
+
+  /** Whether some KService takes its replica count from `revision` (`namespace/name`). */
+  uses(revision: string): boolean {
+    return this.#byRevision.has(revision);
+  }
+
+  /** The Revisions (`namespace/name`) some KService takes its replica count from. */
+  revisions(): IterableIterator<string> {
+    return this.#byRevision.keys();
+  }
+
+  /**
+   * One KService changed (`undefined`: it is gone). `stream` is the journal stream of the watch
+   * event (resumable); unset for changes no KService watch position stands for.
+   */
+  apply(key: string, ksvc: KubeObject | undefined, stream?: string): void {
+    const prev = this.#byKsvc.get(key);
+    let next: Converted | undefined;
+    if (ksvc) {
+      next = { ksvc, revision: revisionOf(ksvc) };
+      try {
+        next.app = kserviceToApp(ksvc, this.#o.config, { currentReplicas: next.revision ? this.#o.replicas(next.revision) : undefined, logger: this.#o.logger });
+        next.appKey = appKey(next.app.metadata?.id);
+      } catch (err) {
+        this.#o.onConversionError();
+        this.#o.logger.warn("KService cannot be converted to an app; skipped", {
+          ksvc: key,
+          error: err instanceof AppConversionError ? err.message : String(err),
+        });
+      }
+      this.#byKsvc.set(key, next);
+    } else {
+      if (!prev) return;
+      this.#byKsvc.delete(key);
+    }
+    if (prev?.revision !== next?.revision) {
+      if (prev?.revision) this.#unindex(this.#byRevision, prev.revision, key);
+      if (next?.revision) this.#index(this.#byRevision, next.revision, key);
+    }
+    if (prev?.appKey !== next?.appKey) {
+      if (prev?.appKey) this.#unindex(this.#byId, prev.appKey, key);
+      if (next?.appKey) this.#index(this.#byId, next.appKey, key);
+      // The identity it claimed before now shows another claimant's App, or none.
+      if (prev?.appKey) this.#show(prev.appKey, stream);
+    }
+    if (next?.appKey) this.#show(next.appKey, stream);
+  }
+
+  /** A Revision's replica count changed: re-convert the KServices that read it. */
+  revisionChanged(revision: string, stream?: string): void {
+    const keys = this.#byRevision.get(revision);
+    if (!keys) return;
+    for (const key of [...keys]) {
+      const k = this.#byKsvc.get(key);
+      if (k) this.apply(key, k.ksvc, stream);
+    }
+  }
+
+  /** Forgets everything (the watch stopped). */
+  clear(): void {
+    this.#byKsvc.clear();
+    this.#byId.clear();
+    this.#byRevision.clear();
+    this.#reported.clear();
+  }
+
+  /** Hands the hub the App an identity has now. */
+  #show(id: string, stream: string | undefined): void {
+    const claimants = this.#byId.get(id);
+    const winner = claimants ? this.#winner(id, claimants) : undefined;
+    const k = winner !== undefined ? this.#byKsvc.get(winner) : undefined;
+    this.#o.hub.set(id, k?.app, winner ?? "", stream);
+  }
+
+  /**
+   * The KService an identity's App is shown from when several claim it: the one named as Flyte's
+   * Deploy names it (`KServiceName`), else the oldest (`creationTimestamp`), else the first by key.
+   */
+  #winner(id: string, claimants: Set<string>): string | undefined {
+    if (claimants.size <= 1) {
+      this.#reported.delete(id);
+      return claimants.values().next().value;
+    }
+    const ranked = [...claimants].map((key) => {
+      const k = this.#byKsvc.get(key)!;
+      const named = k.app?.metadata?.id && k.ksvc.metadata.name === KServiceName(k.app.metadata.id) ? 0 : 1;
+      return { key, named, created: k.ksvc.metadata.creationTimestamp ?? "\uffff" };
+    }).sort((a, b) => a.named - b.named || (a.created < b.created ? -1 : a.created > b.created ? 1 : 0) || (a.key < b.key ? -1 : 1));
+    const text = ranked.map((r) => r.key).join(",");
+    if (this.#reported.get(id) !== text) {
+      this.#reported.set(id, text);
+      this.#o.logger.warn("several KServices claim one app identity; the app is shown from one of them", {
+        app: id,
+        shownFrom: ranked[0]!.key,
+        ignored: ranked.slice(1).map((r) => r.key),
+      });
+    }
+    return ranked[0]!.key;
+  }
+
+  #index(map: Map<string, Set<string>>, k: string, key: string): void {
+    let set = map.get(k);
+    if (!set) map.set(k, set = new Set());
+    set.add(key);
+  }
+
+  #unindex(map: Map<string, Set<string>>, k: string, key: string): void {
+    const set = map.get(k);
+    if (set?.delete(key) && set.size === 0) map.delete(k);
+  }
+}
+
