@@ -95,7 +95,7 @@ describe("real kube-apiserver, --watch-cache=false (410 through etcd compaction)
     const role = await cluster.request("GET", `/apis/rbac.authorization.k8s.io/v1/namespaces/${NS}/roles/appwatch-reader`);
     assert.deepEqual(role.body.rules, [
       { apiGroups: ["serving.knative.dev"], resources: ["services"], verbs: ["get", "list", "watch"] },
-      { apiGroups: ["serving.knative.dev"], resources: ["revisions"], verbs: ["get"] },
+      { apiGroups: ["serving.knative.dev"], resources: ["revisions"], verbs: ["list", "watch"] },
     ]);
   });
 
@@ -146,9 +146,9 @@ describe("real kube-apiserver, --watch-cache=false (410 through etcd compaction)
     const list = await cluster.request("GET", KSVC, undefined, { token });
     assert.equal(list.status, 200, JSON.stringify(list.body));
     assert.deepEqual(list.body.items.map((o: { metadata: { name: string } }) => o.metadata.name), ["hello"]);
-    // Revisions: get by name only (currentReplicas); listing them is not granted.
-    assert.equal((await cluster.request("GET", `/apis/serving.knative.dev/v1/namespaces/${NS}/revisions`, undefined, { token })).status, 403);
-    assert.equal((await cluster.request("GET", `/apis/serving.knative.dev/v1/namespaces/${NS}/revisions/no-such-revision`, undefined, { token })).status, 404);
+    // Revisions: list and watch (the replica watch); reading one by name is not granted.
+    assert.equal((await cluster.request("GET", `/apis/serving.knative.dev/v1/namespaces/${NS}/revisions`, undefined, { token })).status, 200);
+    assert.equal((await cluster.request("GET", `/apis/serving.knative.dev/v1/namespaces/${NS}/revisions/no-such-revision`, undefined, { token })).status, 403);
     const watch = await cluster.fetch(`${KSVC}?watch=1&timeoutSeconds=1&resourceVersion=0`, { token });
     assert.equal(watch.status, 200);
     await watch.text();
