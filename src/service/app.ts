@@ -75,6 +75,8 @@ export interface AppwatchApp {
   appService: AppServiceHandlers;
   /** Ends every open stream (WebSocket close with `code`, SSE end) and refuses new ones. */
   closeStreams(code?: number, reason?: string): void;
+  /** Resolves once every WebSocket and SSE stream is closed (or after `timeoutMs`). */
+  whenClosed(timeoutMs: number): Promise<void>;
 }
 
 const DEFAULT_LIMITS: ApiLimits = {
@@ -135,6 +137,12 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
   const auth: BearerAuth | undefined = options.authTokens?.length ? createBearerAuth(options.authTokens) : undefined;
   const origins = options.allowedOrigins?.length ? new Set(options.allowedOrigins) : undefined;
   const open = new Set<(code: number, reason: string) => void>();
+  const closedWaiters = new Set<() => void>();
+  /** A stream's transport is gone: wake {@link AppwatchApp.whenClosed} once none is left. */
+  const transportClosed = (hook: (code: number, reason: string) => void) => {
+    open.delete(hook);
+    if (open.size === 0) for (const w of [...closedWaiters]) w();
+  };
   let closing = false;
   const sessions = new StreamSessions(client, limits, metrics, log);
 
@@ -327,7 +335,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
           if (!closedByServer) metrics.closed((evt as CloseEvent).code ?? 1005);
           abort.abort();
           stopPing?.();
-          if (shutdownHook) open.delete(shutdownHook);
+          if (shutdownHook) transportClosed(shutdownHook);
           if (opened) metrics.wsConnections--;
           slot.release(); // the session releases it too; either may come first
         },
@@ -361,7 +369,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
       if (ended) return;
       ended = true;
       abort.abort();
-      open.delete(shutdownHook);
+      transportClosed(shutdownHook);
       metrics.sseConnections--;
       slot.release();
       pulled?.();
@@ -424,6 +432,18 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     app,
     metrics,
     appService,
+    whenClosed(timeoutMs: number) {
+      if (open.size === 0) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          closedWaiters.delete(done);
+          resolve();
+        };
+        const timer = setTimeout(done, timeoutMs);
+        closedWaiters.add(done);
+      });
+    },
     closeStreams(code: number = CLOSE.goingAway, reason = "server shutting down") {
       closing = true;
       for (const close of [...open]) close(code, reason);

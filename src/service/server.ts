@@ -133,10 +133,9 @@ export async function startService<C extends ClusterSource>(
       grpc = await listenGrpc(api.appService, { port: settings.grpcPort, hostname: settings.host });
       cleanups.push(() => grpc!.close());
     }
-    cleanups.push(async () => {
-      // Give clients a moment to receive the close frame before connections are cut.
-      for (let i = 0; i < 50 && api.metrics.wsConnections + api.metrics.sseConnections + api.metrics.connectStreams > 0; i++) await new Promise((r) => setTimeout(r, 20));
-    });
+    // Give clients up to a second to receive the close frame before connections are cut (woken
+    // by the last close; Connect streams end with their end-stream frame inside closeStreams).
+    cleanups.push(() => api.whenClosed(1_000));
     cleanups.push(() => api.closeStreams(CLOSE.goingAway, "server shutting down"));
     log.info("appwatch listening", {
       url: server.url,
