@@ -5,6 +5,7 @@
  * @module
  */
 import { newReflectorMetrics, type ReflectorMetrics } from "./metrics.ts";
+import { mux } from "./mux.ts";
 import { Reflector, type ReflectorHealth, type ReflectorOptions } from "./reflector.ts";
 import { compareResourceVersions } from "./resource-version.ts";
 import { ObjectStore, type StoreSnapshot } from "./store.ts";
@@ -48,16 +49,19 @@ export function createWatcher<T extends KubeObject>(options: WatcherOptions<T>):
   return new ReflectorGroup<T>(list.map((namespace) => new Reflector<T>({ ...options, namespace })));
 }
 
+/** What {@link ReflectorGroup} needs of each member: a {@link Reflector}, or a stand-in in tests. */
+export type GroupMember<T extends KubeObject> = Pick<Reflector<T>, "run" | "namespace" | "store" | "health" | "metrics">;
+
 /** Several reflectors behind one stream and one store. */
-export class ReflectorGroup<T extends KubeObject = KubeObject> implements ObjectWatcher<T> {
-  readonly reflectors: readonly Reflector<T>[];
+export class ReflectorGroup<T extends KubeObject = KubeObject, R extends GroupMember<T> = Reflector<T>> implements ObjectWatcher<T> {
+  readonly reflectors: readonly R[];
   // Our own store, written only as events are yielded: the reflectors run ahead
   // of the consumer by one event each, and a snapshot must not include events
   // the consumer has not been given yet.
   readonly #store = new ObjectStore<T>();
   #running = false;
 
-  constructor(reflectors: Reflector<T>[]) {
+  constructor(reflectors: R[]) {
     this.reflectors = reflectors;
   }
 
@@ -85,17 +89,11 @@ export class ReflectorGroup<T extends KubeObject = KubeObject> implements Object
   async *run(signal?: AbortSignal): AsyncGenerator<ReflectorEvent<T>, void, undefined> {
     if (this.#running) throw new Error("ReflectorGroup.run: already running");
     this.#running = true;
-    const sources = this.reflectors.map((r) => r.run(signal));
-    const pending = new Map<number, Promise<{ i: number; r: IteratorResult<ReflectorEvent<T>, void> }>>();
-    const pull = (i: number) => pending.set(i, sources[i]!.next().then((r) => ({ i, r })));
     const initialDone = new Map<number, string>(); // reflector → its initial list RV
-    sources.forEach((_, i) => pull(i));
     try {
-      while (pending.size > 0) {
-        const { i, r } = await Promise.race(pending.values());
-        pending.delete(i);
-        if (r.done) continue;
-        const event = r.value;
+      // mux, not Promise.race: a quiet namespace must cost nothing per event of a busy one,
+      // and leaving the loop must abort the reflectors rather than wait for their next event.
+      for await (const { index: i, value: event } of mux(this.reflectors.map((r) => (s: AbortSignal) => r.run(s)), signal)) {
         const namespace = this.reflectors[i]!.namespace;
         if (event.type === "synced") {
           if (!this.#store.synced) {
@@ -117,10 +115,8 @@ export class ReflectorGroup<T extends KubeObject = KubeObject> implements Object
           else this.#store.set(event.object);
           yield event;
         }
-        pull(i);
       }
     } finally {
-      await Promise.all(sources.map((s) => s.return(undefined).catch(() => {})));
       this.#running = false;
     }
   }

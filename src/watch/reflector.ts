@@ -4,10 +4,11 @@
  * reflector and the checklist in `docs/watch-protocol.md` (rule IDs L*, W*,
  * B*, S*, R*, T* are cited inline).
  *
- * Shape: an explicit state machine (`sync` → `watch` → `watch` … → `sync`)
- * driven by one async generator, so the consumer pulls events in order and
- * the store always reflects exactly the events yielded so far. Only an
- * `AbortSignal` (or the consumer leaving the loop) stops it.
+ * Shape: the protocol is the state machine of `machine.ts` (which request
+ * next, what each outcome means); this file drives it: it sends the requests,
+ * decodes what comes back, feeds each outcome to `step`, writes the emitted
+ * events to the store as the consumer pulls them, and waits out the delays.
+ * Only an `AbortSignal` (or the consumer leaving the loop) stops it.
  * @module
  */
 import type { KubeClient, Query } from "../kube/client.ts";
@@ -15,7 +16,21 @@ import { errorFromResponse, errorFromStatus, KubeApiError } from "../kube/status
 import { type Logger, silentLogger } from "../log.ts";
 import * as v from "valibot";
 import { Backoff, type BackoffOptions, sleep } from "./backoff.ts";
-import { type ReconnectCause, newReflectorMetrics, type ReflectorMetrics } from "./metrics.ts";
+import { type Clock, realClock, type TimerHandle } from "./clock.ts";
+import {
+  type InitialListMode,
+  initialState,
+  listQuery,
+  type MachineContext,
+  type Note,
+  start,
+  type State,
+  step,
+  type Step,
+  type WatchEvent,
+  watchQuery,
+} from "./machine.ts";
+import { newReflectorMetrics, type ReflectorMetrics } from "./metrics.ts";
 import { DEFAULT_MAX_LINE_BYTES, NdjsonError, ndjsonValues } from "./ndjson.ts";
 import { JsonPruner, listPathsOf, type PrunePaths } from "./prune.ts";
 import { ObjectStore, type StoreSnapshot } from "./store.ts";
@@ -29,12 +44,10 @@ import {
   objectKey,
   RawWatchEventSchema,
   type ReflectorEvent,
-  type RelistCause,
   type ResourceRef,
 } from "./types.ts";
 
-/** How the reflector loads a complete snapshot. */
-export type InitialListMode = "auto" | "streaming" | "paginated";
+export type { InitialListMode } from "./machine.ts";
 
 /** Contact with the API server: healthy, or not with the last failure. */
 export interface ReflectorHealth {
@@ -64,9 +77,15 @@ export interface ReflectorOptions<T extends KubeObject> {
   watchTimeoutSeconds?: { min: number; max: number };
   /** Abort a connection that delivers no bytes for this long (W12). Default 60 s. */
   idleTimeoutMs?: number;
+  /**
+   * Give up on a request that has no response headers after this long: enforced by the
+   * reflector itself, since not every runtime's `fetch` has a connect timeout or ends the
+   * wait when aborted. Default 30 s.
+   */
+  connectTimeoutMs?: number;
   /** Give up on a streaming list that has not reached its end marker after this long (S5). Default 120 s. */
   streamingSyncTimeoutMs?: number;
-  /** Retry backoff (W10). Default: client-go's 0.8 s ×2 → 30 s, jitter 1.0, reset after 2 min. */
+  /** Retry backoff (W10). Default 0.8 s ×2 → 8 s, each delay in [d/2, d], reset after a healthy watch or 2 min. */
   backoff?: Partial<BackoffOptions>;
   /** Longest accepted watch line. Default 16 MiB. */
   maxLineBytes?: number;
@@ -88,22 +107,14 @@ export interface ReflectorOptions<T extends KubeObject> {
   logger?: Logger;
   /** Random source for timeouts and jitter (tests). */
   random?: () => number;
+  /** Time for every timeout, backoff and timestamp (tests: a `VirtualClock`). Default: the real clock. */
+  clock?: Clock;
 }
-
-/** Result of one watch connection. */
-type WatchOutcome =
-  | { kind: "ended"; events: number; ms: number }
-  | { kind: "expired"; error: KubeApiError }
-  | { kind: "failed"; cause: ReconnectCause; error: unknown; events: number; ms: number; retryAfterMs?: number; connected?: boolean }
-  | { kind: "rejected"; error: KubeApiError }
-  | { kind: "aborted" };
 
 /** Thrown into a connection's AbortController when it goes quiet for too long. */
 class IdleTimeoutError extends Error {
   override readonly name = "IdleTimeoutError";
 }
-
-const VERY_SHORT_WATCH_MS = 1000;
 
 /**
  * List+watch one collection. `run(signal)` yields {@link ReflectorEvent}s;
@@ -133,11 +144,16 @@ export class Reflector<T extends KubeObject = KubeObject> {
   readonly #listPruner: JsonPruner | undefined;
   readonly #backoff: Backoff;
   readonly #path: string;
-  #streaming: boolean;
+  readonly #clock: Clock;
+  readonly #ctx: MachineContext<T>;
   #running = false;
-  #health: ReflectorHealth = { healthy: false, reason: "not started", since: Date.now() };
-  /** Resume point: undefined until a sync completes, and after a 410 (W7: never reused). */
-  #rv: string | undefined;
+  #health: ReflectorHealth;
+  /**
+   * Where the protocol stands, as of the events yielded so far: a step's state
+   * is committed just before its last event is yielded (at once if it emits
+   * none), so a consumer that stops after any event resumes exactly there.
+   */
+  #state: State<T>;
 
   constructor(options: ReflectorOptions<T>) {
     this.#o = {
@@ -150,25 +166,37 @@ export class Reflector<T extends KubeObject = KubeObject> {
       initialList: options.initialList ?? "auto",
       watchTimeoutSeconds: options.watchTimeoutSeconds ?? { min: 300, max: 600 },
       idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
+      connectTimeoutMs: options.connectTimeoutMs ?? 30_000,
       streamingSyncTimeoutMs: options.streamingSyncTimeoutMs ?? 120_000,
       maxLineBytes: options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES,
       maxWatchErrorsBeforeRelist: options.maxWatchErrorsBeforeRelist ?? 3,
       parse: options.parse,
       logger: options.logger ?? silentLogger,
       random: options.random ?? Math.random,
+      clock: options.clock ?? realClock,
     };
+    this.#clock = this.#o.clock;
+    this.#health = { healthy: false, reason: "not started", since: this.#clock.now() };
     this.#log = this.#o.logger.child({
       component: "reflector",
       resource: options.resource.plural,
       namespace: options.namespace ?? "*",
       ...(options.labelSelector ? { labelSelector: options.labelSelector } : {}),
     });
-    this.#backoff = new Backoff(options.backoff, this.#o.random);
+    this.#backoff = new Backoff(options.backoff, this.#o.random, () => this.#clock.now());
     this.#pruner = options.prune && options.prune.length > 0 ? new JsonPruner(options.prune) : undefined;
     const listPaths = options.prune ? listPathsOf(options.prune) : [];
     this.#listPruner = listPaths.length > 0 ? new JsonPruner(listPaths) : undefined;
     this.#path = collectionPath(options.resource, options.namespace);
-    this.#streaming = this.#o.initialList !== "paginated";
+    this.#state = initialState(this.#o.initialList);
+    this.#ctx = {
+      store: this.store,
+      backoff: this.#backoff,
+      random: this.#o.random,
+      initialList: this.#o.initialList,
+      pageSize: this.#o.pageSize,
+      maxWatchErrorsBeforeRelist: this.#o.maxWatchErrorsBeforeRelist,
+    };
   }
 
   /** The namespace watched (undefined: all namespaces). */
@@ -188,8 +216,8 @@ export class Reflector<T extends KubeObject = KubeObject> {
 
   /**
    * Whether the reflector is currently in contact with the API server: false
-   * (with the last failure) from a failed request until the next list completes
-   * or the next watch is answered with 200.
+   * (with the reason) from a failed request, or from the moment a watch is
+   * found silent, until the next list completes or the next watch is answered with 200.
    */
   get health(): ReflectorHealth {
     return this.#health;
@@ -197,7 +225,7 @@ export class Reflector<T extends KubeObject = KubeObject> {
 
   /** The resourceVersion the next watch resumes from (undefined before sync / after 410). */
   get resumeResourceVersion(): string | undefined {
-    return this.#rv;
+    return this.#state.kind === "watching" ? this.#state.resourceVersion : undefined;
   }
 
   /**
@@ -213,112 +241,20 @@ export class Reflector<T extends KubeObject = KubeObject> {
     const onAbort = () => stop.abort(signal?.reason);
     if (signal?.aborted) stop.abort(signal.reason);
     signal?.addEventListener("abort", onAbort, { once: true });
-    let phase: "initial" | "resync" = this.store.synced ? "resync" : "initial";
-    let cause: RelistCause | undefined = this.store.synced ? "restart" : undefined;
-    let watchErrors = 0;
+    let state = start(this.#state, this.#ctx, this.store.synced);
+    this.#commit(state);
+    let delayMs = 0;
     try {
       while (!stop.signal.aborted) {
-        let outcome: WatchOutcome;
-        if (this.#rv === undefined) {
-          if (this.#streaming) {
-            outcome = yield* this.#watch(stop.signal, { phase, cause });
-            if (outcome.kind === "rejected") {
-              if (this.#o.initialList === "streaming") {
-                await this.#fail(outcome.error, "streaming list rejected", stop.signal);
-              } else {
-                this.#log.info("streaming list not available, falling back to paginated list", {
-                  code: outcome.error.code,
-                  reason: outcome.error.reason,
-                });
-                this.#streaming = false;
-              }
-              continue;
-            }
-            if (this.#rv === undefined) {
-              // S3: the stream ended before its end marker; the partial buffer is gone.
-              if (outcome.kind === "aborted") break;
-              if (outcome.kind === "failed" && outcome.cause === "idle" && this.#o.initialList === "auto" &&
-                outcome.error instanceof StreamingDeadlineError) {
-                this.#log.warn("streaming list did not finish in time, falling back to paginated list");
-                this.#streaming = false;
-                continue;
-              }
-              await this.#fail(outcomeError(outcome), "streaming list ended before its end marker", stop.signal, retryAfter(outcome));
-              continue;
-            }
-            phase = "resync";
-          } else {
-            try {
-              yield* this.#listAndReplace(stop.signal, phase, cause);
-            } catch (err) {
-              if (stop.signal.aborted) break;
-              await this.#fail(err, "list failed", stop.signal, err instanceof KubeApiError ? retryAfterMsOf(err) : undefined);
-              continue;
-            }
-            phase = "resync";
-            continue;
-          }
-        } else {
-          outcome = yield* this.#watch(stop.signal, undefined);
+        if (delayMs > 0) {
+          await sleep(delayMs, stop.signal, this.#clock, "backoff");
+          if (stop.signal.aborted) break;
         }
-
-        // Decide how to continue after a watch connection ended.
-        switch (outcome.kind) {
-          case "aborted":
-            return;
-          case "ended": {
-            this.metrics.reconnects.timeout++;
-            if (outcome.events === 0 && outcome.ms < VERY_SHORT_WATCH_MS) {
-              // W11: a very short empty watch is a failure, else a broken server makes us spin.
-              await this.#fail(new Error("watch closed in under 1 s with no events"), "very short watch", stop.signal);
-            } else {
-              watchErrors = 0;
-              this.#log.debug("watch ended cleanly, resuming", { resourceVersion: this.#rv });
-            }
-            break; // W6: re-watch from the last RV, no relist
-          }
-          case "expired": {
-            // W7/W8: never send this RV again; relist.
-            this.metrics.expired++;
-            this.metrics.reconnects.expired++;
-            this.#log.info("resourceVersion expired, relisting", {
-              resourceVersion: this.#rv,
-              message: outcome.error.message,
-            });
-            this.#rv = undefined;
-            phase = "resync";
-            cause = "expired";
-            watchErrors = 0;
-            break;
-          }
-          case "rejected":
-          case "failed": {
-            const error = outcome.error;
-            const reconnectCause = outcome.kind === "failed" ? outcome.cause : "http-error";
-            this.metrics.reconnects[reconnectCause]++;
-            if (reconnectCause === "idle" && outcome.kind === "failed" && outcome.connected) {
-              // W12: silence after the server answered is what a half-open connection looks like,
-              // and also a quiet, healthy watch when the server sends no bookmarks: resume at once,
-              // without alarm. Silence before any answer is a failure (backoff below).
-              this.#log.info("no data within the idle timeout, reconnecting", {
-                idleTimeoutMs: this.#o.idleTimeoutMs,
-                resourceVersion: this.#rv,
-              });
-              break;
-            }
-            if (reconnectCause === "error-event" || reconnectCause === "http-error") watchErrors++;
-            if (watchErrors >= this.#o.maxWatchErrorsBeforeRelist) {
-              // W9: repeated errors on the same RV: start over from a fresh list.
-              this.#log.warn("repeated watch errors, relisting", { errors: watchErrors });
-              this.#rv = undefined;
-              phase = "resync";
-              cause = "watch-errors";
-              watchErrors = 0;
-            }
-            await this.#fail(error, `watch ${reconnectCause}`, stop.signal, retryAfter(outcome));
-            break;
-          }
-        }
+        const s = state.kind === "paging" ? await this.#page(state, stop.signal) : yield* this.#watch(state, stop.signal);
+        if (!s) break; // aborted
+        yield* this.#emit(s, undefined);
+        state = s.state;
+        delayMs = s.delayMs;
       }
     } finally {
       signal?.removeEventListener("abort", onAbort);
@@ -327,26 +263,139 @@ export class Reflector<T extends KubeObject = KubeObject> {
     }
   }
 
-  #markHealthy(): void {
-    if (!this.#health.healthy) this.#health = { healthy: true, since: Date.now() };
+  // ------------------------------------------------------------ stepping
+
+  /** A step's notes, then its events: each written to the store just before it is yielded. */
+  async *#emit(s: Step<T>, conn: Connection | undefined): AsyncGenerator<ReflectorEvent<T>, void, undefined> {
+    for (const note of s.notes) this.#note(note, s);
+    const n = s.emit.length;
+    if (n === 0) return this.#commit(s.state);
+    // A consumer holding an event is not a silent server.
+    conn?.pause();
+    for (let i = 0; i < n; i++) {
+      const event = s.emit[i]!;
+      this.#write(event);
+      if (i === n - 1) this.#commit(s.state);
+      yield event;
+    }
+    conn?.resume();
   }
 
-  /** Logs a failure and waits out the backoff (or the server's Retry-After). */
-  async #fail(error: unknown, what: string, signal: AbortSignal, retryAfterMs?: number): Promise<void> {
-    if (signal.aborted) return;
+  #commit(state: State<T>): void {
+    this.#state = state;
+    if (state.kind === "watching") {
+      this.store.setResourceVersion(state.resourceVersion);
+      this.metrics.lastResourceVersion = state.resourceVersion;
+    }
+  }
+
+  #write(event: ReflectorEvent<T>): void {
+    const { store, metrics } = this;
+    switch (event.type) {
+      case "added":
+      case "modified":
+        store.set(event.object);
+        metrics.emitted[event.type]++;
+        break;
+      case "deleted":
+        store.delete(objectKey(event.object));
+        metrics.emitted.deleted++;
+        if (event.inferred) metrics.emitted.inferredDeleted++;
+        break;
+      case "synced":
+        store.setResourceVersion(event.resourceVersion);
+        store.markSynced(true);
+        metrics.lastResourceVersion = event.resourceVersion;
+        metrics.emitted.synced++;
+        break;
+    }
+  }
+
+  /** Renders what a step decided as counters, health and log lines. */
+  #note(note: Note, s: Step<T>): void {
+    const m = this.metrics;
+    switch (note.kind) {
+      case "failure":
+        this.#failed(note.error, note.what, s.delayMs, s.state.kind === "watching" ? s.state.resourceVersion : undefined);
+        break;
+      case "reconnect":
+        m.reconnects[note.cause]++;
+        break;
+      case "expired":
+        m.expired++;
+        this.#log.info("resourceVersion expired, relisting", { resourceVersion: note.resourceVersion, message: note.error.message });
+        break;
+      case "continue-expired":
+        m.expired++;
+        this.#log.info("continue token expired during list, retrying with one full list");
+        break;
+      case "fallback":
+        if (note.reason === "deadline") this.#log.warn("streaming list did not finish in time, falling back to paginated list");
+        else {
+          const e = note.error instanceof KubeApiError ? note.error : undefined;
+          this.#log.info("streaming list not available, falling back to paginated list", { code: e?.code, reason: e?.reason });
+        }
+        break;
+      case "relist-after-errors":
+        this.#log.warn("repeated watch errors, relisting", { errors: note.errors });
+        break;
+      case "synced": {
+        m.lists++;
+        if (note.streaming) m.streamingLists++;
+        else this.#markHealthy();
+        if (note.phase === "resync") m.relists++;
+        const resourceVersion = s.state.kind === "watching" ? s.state.resourceVersion : undefined;
+        this.#log.info(note.phase === "initial" ? "initial sync done" : "resynced", {
+          objects: note.objects,
+          resourceVersion,
+          ...(note.cause ? { cause: note.cause } : {}),
+        });
+        break;
+      }
+      case "idle-reconnect":
+        // Debug, not info: on a quiet resource without bookmarks this happens every idle period.
+        // Health already turned unhealthy when the timer fired, until the next watch is answered.
+        this.#log.debug("no data within the idle timeout, reconnecting", { idleTimeoutMs: this.#o.idleTimeoutMs, resourceVersion: note.resourceVersion });
+        break;
+      case "ended":
+        this.#log.debug("watch ended cleanly, resuming", { resourceVersion: note.resourceVersion });
+        break;
+      case "unknown-type":
+        this.#log.warn("unknown watch event type skipped", { type: note.wireType }); // W3
+        break;
+    }
+  }
+
+  #markHealthy(): void {
+    if (!this.#health.healthy) this.#health = { healthy: true, since: this.#clock.now() };
+  }
+
+  #markUnhealthy(reason: string): void {
+    this.#health = { healthy: false, reason, since: this.#clock.now() };
+  }
+
+  /** A connection for one request; its idle/connect timers flip health the moment they fire. */
+  #connection(signal: AbortSignal, what: string): Connection {
+    return new Connection(signal, {
+      idleMs: this.#o.idleTimeoutMs,
+      connectMs: this.#o.connectTimeoutMs,
+      clock: this.#clock,
+      // Readiness must not wait for the retry loop: a half-open watch is unhealthy as soon as it is found.
+      onExpire: (reason) => this.#markUnhealthy(`${what}: ${reason.message}`),
+    });
+  }
+
+  /** Counts and logs a failure; the caller then waits `delayMs` (backoff or Retry-After). */
+  #failed(error: unknown, what: string, delayMs: number, resourceVersion: string | undefined): void {
     this.metrics.failures++;
-    this.#health = { healthy: false, reason: `${what}: ${error instanceof Error ? error.message : String(error)}`, since: Date.now() };
-    const backoffMs = this.#backoff.next();
-    // Retry-After wins when the server gives one; a little jitter keeps many watchers apart.
-    const delay = retryAfterMs !== undefined ? retryAfterMs * (1 + 0.1 * this.#o.random()) : backoffMs;
-    const fields = { ...describeError(error), retryInMs: Math.round(delay), resourceVersion: this.#rv };
+    this.#markUnhealthy(`${what}: ${error instanceof Error ? error.message : String(error)}`);
+    const fields = { ...describeError(error), retryInMs: Math.round(delayMs), resourceVersion };
     if (error instanceof KubeApiError && (error.code === 403 || error.code === 401)) {
       // Permission problems need a person, not a retry: say exactly what is missing.
       this.#log.error(`${what}: ${error.code === 403 ? "forbidden" : "unauthorized"}`, { ...fields, hint: this.#permissionHint(error.code) });
     } else {
       this.#log.warn(what, fields);
     }
-    await sleep(delay, signal);
   }
 
   #permissionHint(code: number): string {
@@ -360,68 +409,33 @@ export class Reflector<T extends KubeObject = KubeObject> {
 
   // ---------------------------------------------------------------- list
 
-  /** L1–L5: a consistent paginated list; yields the diff against the store, then `synced`. */
-  async *#listAndReplace(
-    signal: AbortSignal,
-    phase: "initial" | "resync",
-    cause: RelistCause | undefined,
-  ): AsyncGenerator<ReflectorEvent<T>, void, undefined> {
-    let page;
+  /** One list page (L1/L2: the machine's query, no resourceVersion ever); undefined when aborted. */
+  async #page(state: Extract<State<T>, { kind: "paging" }>, signal: AbortSignal): Promise<Step<T> | undefined> {
+    const query: Query = { labelSelector: this.#o.labelSelector, fieldSelector: this.#o.fieldSelector, ...listQuery(state) };
     try {
-      page = await this.#listAll(signal, this.#o.pageSize);
-    } catch (err) {
-      if (!(err instanceof ContinueExpiredError)) throw err;
-      // L5: never publish a partial snapshot, never use the inconsistent continuation;
-      // like client-go's FullListIfExpired, fall back to one unpaginated list.
-      this.metrics.expired++;
-      this.#log.info("continue token expired during list, retrying with one full list");
-      page = await this.#listAll(signal, undefined);
-    }
-    this.metrics.lists++;
-    if (phase === "resync") this.metrics.relists++;
-    this.#markHealthy();
-    yield* this.#replace(page.items, page.resourceVersion, phase, cause); // L3: resumes from the list RV, never an item's
-  }
-
-  async #listAll(signal: AbortSignal, limit: number | undefined): Promise<{ items: Map<string, T>; resourceVersion: string }> {
-    const items = new Map<string, T>();
-    let resourceVersion: string | undefined;
-    let cont: string | undefined;
-    let pageNo = 0;
-    do {
-      pageNo++;
-      // L1/L2: no resourceVersion (a consistent read), and never one next to `continue`.
-      const query: Query = {
-        labelSelector: this.#o.labelSelector,
-        fieldSelector: this.#o.fieldSelector,
-        limit,
-        continue: cont,
-      };
       const body = await this.#getJson(query, signal);
       const parsed = v.safeParse(ListPageSchema, body);
       if (!parsed.success) throw new Error(`invalid list response: ${v.summarize(parsed.issues)}`);
       this.metrics.listPages++;
-      resourceVersion ??= parsed.output.metadata.resourceVersion; // L3: first page's RV
+      const items: T[] = [];
       for (const raw of parsed.output.items) {
         const obj = this.#parseObject(raw);
-        if (obj) items.set(objectKey(obj), obj);
+        if (obj) items.push(obj);
       }
-      cont = parsed.output.metadata.continue || undefined; // L4: done only when empty
-      if (cont && pageNo > 1_000_000) throw new Error("list did not terminate");
-    } while (cont);
-    return { items, resourceVersion };
+      const { resourceVersion, continue: cont } = parsed.output.metadata;
+      return step(state, { type: "page", items, resourceVersion, continue: cont || undefined }, this.#ctx);
+    } catch (err) {
+      if (signal.aborted) return undefined;
+      return step(state, { type: "list-failed", error: err }, this.#ctx);
+    }
   }
 
   /** GET a JSON document, guarded by the inactivity timer (a stalled list must not hang forever). */
   async #getJson(query: Query, signal: AbortSignal): Promise<unknown> {
-    const conn = new Connection(signal, this.#o.idleTimeoutMs);
+    const conn = this.#connection(signal, "list");
     try {
-      const res = await this.#o.client.request({ path: this.#path, query, signal: conn.signal });
-      if (!res.ok) {
-        const err = await errorFromResponse(res, `GET ${this.#path}`);
-        if (err.isExpired && query.continue) throw new ContinueExpiredError(err);
-        throw err;
-      }
+      const res = await conn.connect(this.#o.client.request({ path: this.#path, query, signal: conn.signal }));
+      if (!res.ok) throw await errorFromResponse(res, `GET ${this.#path}`);
       const all = await this.#readBody(res, conn);
       // The page as one array we own: pruned in place (items.*.… paths), then only the kept bytes are decoded.
       const kept = this.#listPruner ? this.#listPruner.pruneInPlace(all) : all.length;
@@ -479,107 +493,39 @@ export class Reflector<T extends KubeObject = KubeObject> {
     return all;
   }
 
-  /**
-   * R1/R2/S2: replace the store with a complete snapshot, emitting only true
-   * differences: deletes (inferred) for vanished keys, adds for new keys,
-   * modifies for changed RVs, delete+add when the uid changed; then `synced`.
-   */
-  async *#replace(
-    items: Map<string, T>,
-    resourceVersion: string,
-    phase: "initial" | "resync",
-    cause: RelistCause | undefined,
-  ): AsyncGenerator<ReflectorEvent<T>, void, undefined> {
-    const store = this.store;
-    for (const key of [...store.keys()]) {
-      if (items.has(key)) continue;
-      const old = store.get(key) as T;
-      store.delete(key);
-      this.metrics.emitted.deleted++;
-      this.metrics.emitted.inferredDeleted++;
-      yield { type: "deleted", object: old, inferred: true };
-    }
-    for (const [key, obj] of items) {
-      const old = store.get(key);
-      if (!old) {
-        store.set(obj);
-        this.metrics.emitted.added++;
-        yield { type: "added", object: obj };
-      } else if (uidChanged(old, obj)) {
-        store.delete(key);
-        this.metrics.emitted.deleted++;
-        this.metrics.emitted.inferredDeleted++;
-        yield { type: "deleted", object: old, inferred: true };
-        store.set(obj);
-        this.metrics.emitted.added++;
-        yield { type: "added", object: obj };
-      } else if (old.metadata.resourceVersion !== obj.metadata.resourceVersion) {
-        store.set(obj);
-        this.metrics.emitted.modified++;
-        yield { type: "modified", object: obj, previous: old };
-      }
-    }
-    store.setResourceVersion(resourceVersion);
-    this.metrics.lastResourceVersion = resourceVersion;
-    store.markSynced(true);
-    // Before the marker is yielded: a consumer may stop right there, and the next
-    // run must resume from this snapshot instead of listing again.
-    this.#rv = resourceVersion;
-    this.metrics.emitted.synced++;
-    this.#log.info(phase === "initial" ? "initial sync done" : "resynced", {
-      objects: store.size,
-      resourceVersion,
-      ...(cause ? { cause } : {}),
-    });
-    yield { type: "synced", phase, resourceVersion, ...(cause ? { cause } : {}) };
-  }
-
   // ---------------------------------------------------------------- watch
 
   /**
-   * One watch connection. With `initial` set it is a streaming list (S1): events
-   * are buffered until the `initial-events-end` bookmark, then the store is
-   * replaced and the same stream continues as a normal watch.
+   * One watch connection, stepped event by event; returns the step that ends it
+   * (undefined when aborted). From `initialWatch` it is a streaming list (S1)
+   * whose end marker turns it into a normal watch on the same stream.
    */
   async *#watch(
+    state: Extract<State<T>, { kind: "initialWatch" | "watching" }>,
     signal: AbortSignal,
-    initial: { phase: "initial" | "resync"; cause: RelistCause | undefined } | undefined,
-  ): AsyncGenerator<ReflectorEvent<T>, WatchOutcome, undefined> {
+  ): AsyncGenerator<ReflectorEvent<T>, Step<T> | undefined, undefined> {
     const { min, max } = this.#o.watchTimeoutSeconds;
-    const timeoutSeconds = Math.floor(min + this.#o.random() * (max - min));
     const query: Query = {
       watch: 1,
       allowWatchBookmarks: true, // W1; also needed for the S1 end marker
-      timeoutSeconds,
+      timeoutSeconds: Math.floor(min + this.#o.random() * (max - min)),
       labelSelector: this.#o.labelSelector,
       fieldSelector: this.#o.fieldSelector,
+      ...watchQuery(state),
     };
-    if (initial) {
-      // S1 with RV "" (a consistent read); S4: only here, never on resume.
-      query.sendInitialEvents = true;
-      query.resourceVersionMatch = "NotOlderThan";
-      query.resourceVersion = "";
-    } else {
-      query.resourceVersion = this.#rv;
-    }
-    const conn = new Connection(signal, this.#o.idleTimeoutMs);
-    if (initial) conn.deadline(this.#o.streamingSyncTimeoutMs);
-    const started = Date.now();
+    const conn = this.#connection(signal, "watch");
+    if (state.kind === "initialWatch") conn.deadline(this.#o.streamingSyncTimeoutMs);
+    const started = this.#clock.now();
     let events = 0;
-    let buffer: Map<string, T> | undefined = initial ? new Map() : undefined;
     let connected = false; // the server answered 200: silence after this is not a failure to connect
+    let proven = false; // the first data or bookmark: this connection works
     this.metrics.watches++;
     try {
-      const res = await this.#o.client.request({ path: this.#path, query, signal: conn.signal });
-      connected = res.ok;
-      if (res.ok) this.#markHealthy();
-      if (!res.ok) {
-        const error = await errorFromResponse(res, `GET ${this.#path}?watch`);
-        if (error.isExpired) return { kind: "expired", error }; // W8
-        if (initial && isStreamingRejection(error)) return { kind: "rejected", error }; // S5
-        return { kind: "failed", cause: "http-error", error, events, ms: Date.now() - started, retryAfterMs: retryAfterMsOf(error) };
-      }
-      if (!res.body) return { kind: "ended", events, ms: Date.now() - started };
+      const res = await conn.connect(this.#o.client.request({ path: this.#path, query, signal: conn.signal }));
+      if (!res.ok) return step(state, { type: "http-error", error: await errorFromResponse(res, `GET ${this.#path}?watch`) }, this.#ctx);
+      connected = true;
+      this.#markHealthy();
+      if (!res.body) return step(state, { type: "ended", events, ms: this.#clock.now() - started }, this.#ctx);
       const lines = ndjsonValues(res.body, {
         signal: conn.signal,
         maxLineBytes: this.#o.maxLineBytes,
@@ -591,124 +537,69 @@ export class Reflector<T extends KubeObject = KubeObject> {
       });
       for await (const raw of lines) {
         events++;
-        this.metrics.lastEventTime = Date.now();
-        if (!isRawWatchEvent(raw)) {
-          const issues = v.safeParse(RawWatchEventSchema, raw);
-          const why = issues.success ? "unexpected shape" : v.summarize(issues.issues);
-          throw new NdjsonError("malformed-json", events, JSON.stringify(raw).slice(0, 200), `not a watch event: ${why}`);
+        this.metrics.lastEventTime = this.#clock.now();
+        const event = this.#decode(raw, events);
+        if (!proven && event.type !== "ERROR") {
+          proven = true;
+          this.#backoff.reset(); // recovery: the next failure starts from the shortest delay again
         }
-        const { type, object } = raw;
-        switch (type) {
-          case "ADDED":
-          case "MODIFIED":
-          case "DELETED": {
-            this.metrics.events[type === "ADDED" ? "added" : type === "MODIFIED" ? "modified" : "deleted"]++;
-            const obj = this.#parseObject(object);
-            if (!obj) {
-              throw new NdjsonError("malformed-json", events, JSON.stringify(object).slice(0, 200), "watch event object is not a valid Kubernetes object");
-            }
-            if (buffer) {
-              // W4/S2: initial events are unordered; buffer them, do not take their RVs.
-              if (type === "DELETED") buffer.delete(objectKey(obj));
-              else buffer.set(objectKey(obj), obj);
-              continue;
-            }
-            this.#rv = obj.metadata.resourceVersion; // W4
-            this.store.setResourceVersion(this.#rv as string);
-            this.metrics.lastResourceVersion = this.#rv as string;
-            const change = this.#apply(type, obj);
-            if (change) {
-              conn.pause();
-              for (const event of change) yield event;
-              conn.resume();
-            }
-            break;
-          }
-          case "BOOKMARK": {
-            this.metrics.events.bookmark++;
-            const rv = object.metadata?.resourceVersion;
-            const isEnd = object.metadata?.annotations?.[INITIAL_EVENTS_END_ANNOTATION] === "true";
-            if (buffer && initial) {
-              if (!isEnd || !rv) continue; // before the marker, bookmarks do not move the resume RV
-              // S2: the snapshot is complete; swap it in atomically (as a diff).
-              const items = buffer;
-              buffer = undefined;
-              conn.deadline(undefined);
-              this.metrics.lists++;
-              this.metrics.streamingLists++;
-              if (initial.phase === "resync") this.metrics.relists++;
-              conn.pause();
-              yield* this.#replace(items, rv, initial.phase, initial.cause);
-              conn.resume();
-              continue;
-            }
-            if (rv) {
-              // W5/B3: a bookmark only advances the resume RV.
-              this.#rv = rv;
-              this.store.setResourceVersion(rv);
-              this.metrics.lastResourceVersion = rv;
-            }
-            break;
-          }
-          case "ERROR": {
-            this.metrics.events.error++;
-            const error = errorFromStatus(object, { code: 500, source: "in-stream", request: `GET ${this.#path}?watch` });
-            if (error.isExpired) return { kind: "expired", error }; // W7
-            if (buffer && initial && isStreamingRejection(error)) return { kind: "rejected", error };
-            // W9: end this stream; the caller backs off and re-watches (or relists if it repeats).
-            return { kind: "failed", cause: "error-event", error, events, ms: Date.now() - started, retryAfterMs: retryAfterMsOf(error) };
-          }
-          default: {
-            // W3: unknown types are logged and skipped.
-            this.metrics.events.unknown++;
-            this.#log.warn("unknown watch event type skipped", { type });
-          }
-        }
+        const s = step(state, { type: "event", event }, this.#ctx);
+        if (s.next === "request") return s;
+        if (state.kind === "initialWatch" && s.state.kind === "watching") conn.deadline(undefined);
+        state = s.state as typeof state;
+        yield* this.#emit(s, conn);
       }
-      return { kind: "ended", events, ms: Date.now() - started };
+      return step(state, { type: "ended", events, ms: this.#clock.now() - started }, this.#ctx);
     } catch (err) {
-      if (signal.aborted) return { kind: "aborted" };
-      const ms = Date.now() - started;
-      if (conn.idle) return { kind: "failed", cause: "idle", error: conn.signal.reason, events, ms, connected };
+      if (signal.aborted) return undefined;
+      if (conn.expired === "connect") return step(state, { type: "failed", cause: "network", error: conn.signal.reason, connected }, this.#ctx);
+      if (conn.expired) {
+        return step(state, { type: "failed", cause: "idle", error: conn.signal.reason, connected, deadline: conn.expired === "deadline" }, this.#ctx);
+      }
       if (err instanceof NdjsonError) {
         this.metrics.decodeErrors++;
-        return { kind: "failed", cause: "decode", error: err, events, ms };
+        return step(state, { type: "failed", cause: "decode", error: err, connected }, this.#ctx);
       }
-      return { kind: "failed", cause: "network", error: err, events, ms };
+      return step(state, { type: "failed", cause: "network", error: err, connected }, this.#ctx);
     } finally {
       conn.dispose();
     }
   }
 
-  /** Applies one live watch event to the store; returns the events to emit (none for no-ops). */
-  #apply(type: "ADDED" | "MODIFIED" | "DELETED", obj: T): ReflectorEvent<T>[] | undefined {
-    const store = this.store;
-    const key = objectKey(obj);
-    const old = store.get(key);
-    if (type === "DELETED") {
-      if (!old) return undefined; // nothing to delete: emitting would invent an event
-      store.delete(key);
-      this.metrics.emitted.deleted++;
-      return [{ type: "deleted", object: obj }];
+  /** One watch line as a {@link WatchEvent}, counted by wire type; a malformed line throws (a decode failure). */
+  #decode(raw: unknown, line: number): WatchEvent<T> {
+    if (!isRawWatchEvent(raw)) {
+      const issues = v.safeParse(RawWatchEventSchema, raw);
+      const why = issues.success ? "unexpected shape" : v.summarize(issues.issues);
+      throw new NdjsonError("malformed-json", line, JSON.stringify(raw).slice(0, 200), `not a watch event: ${why}`);
     }
-    if (!old) {
-      store.set(obj);
-      this.metrics.emitted.added++;
-      return [{ type: "added", object: obj }];
+    const { type, object } = raw;
+    switch (type) {
+      case "ADDED":
+      case "MODIFIED":
+      case "DELETED": {
+        this.metrics.events[type === "ADDED" ? "added" : type === "MODIFIED" ? "modified" : "deleted"]++;
+        const obj = this.#parseObject(object);
+        if (!obj) {
+          throw new NdjsonError("malformed-json", line, JSON.stringify(object).slice(0, 200), "watch event object is not a valid Kubernetes object");
+        }
+        return { type, object: obj };
+      }
+      case "BOOKMARK":
+        this.metrics.events.bookmark++;
+        // B1: a bookmark need carry nothing but metadata.resourceVersion.
+        return {
+          type,
+          resourceVersion: object.metadata?.resourceVersion,
+          end: object.metadata?.annotations?.[INITIAL_EVENTS_END_ANNOTATION] === "true",
+        };
+      case "ERROR":
+        this.metrics.events.error++;
+        return { type, error: errorFromStatus(object, { code: 500, source: "in-stream", request: `GET ${this.#path}?watch` }) };
+      default:
+        this.metrics.events.unknown++;
+        return { type: "unknown", wireType: type };
     }
-    if (uidChanged(old, obj)) {
-      // R2: same name, new object: the delete happened while we were not looking.
-      store.delete(key);
-      store.set(obj);
-      this.metrics.emitted.deleted++;
-      this.metrics.emitted.inferredDeleted++;
-      this.metrics.emitted.added++;
-      return [{ type: "deleted", object: old, inferred: true }, { type: "added", object: obj }];
-    }
-    if (old.metadata.resourceVersion === obj.metadata.resourceVersion) return undefined;
-    store.set(obj);
-    this.metrics.emitted.modified++;
-    return [{ type: "modified", object: obj, previous: old }];
   }
 
   #parseObject(raw: unknown): T | undefined {
@@ -728,38 +619,97 @@ export class Reflector<T extends KubeObject = KubeObject> {
 }
 
 /**
- * One request's abort controller plus its inactivity timer. The timer counts
- * only time spent waiting for the server: it is paused while the consumer
- * holds an event, so a slow consumer never looks like a dead connection.
+ * One request's abort controller plus its timers: a connect deadline until
+ * the response headers arrive, and an inactivity timer. The inactivity timer
+ * counts only time spent waiting for the server: it is paused while the
+ * consumer holds an event, so a slow consumer never looks like a dead connection.
  */
 class Connection {
   readonly #ac = new AbortController();
   readonly #parent: AbortSignal;
   readonly #onParentAbort = () => this.#ac.abort(this.#parent.reason);
   readonly #idleMs: number;
-  #timer: ReturnType<typeof setInterval> | undefined;
-  #deadline: ReturnType<typeof setTimeout> | undefined;
-  #last = Date.now();
+  readonly #connectMs: number;
+  readonly #clock: Clock;
+  readonly #onExpire: ((reason: Error) => void) | undefined;
+  #timer: TimerHandle | undefined;
+  #deadline: TimerHandle | undefined;
+  #last: number;
   #paused = false;
-  idle = false;
+  /** Which of our own timers aborted the request, if one did. */
+  expired: "idle" | "connect" | "deadline" | undefined;
 
-  constructor(parent: AbortSignal, idleMs: number) {
+  constructor(parent: AbortSignal, o: { idleMs: number; connectMs: number; clock: Clock; onExpire?: (reason: Error) => void }) {
     this.#parent = parent;
-    this.#idleMs = idleMs;
+    this.#idleMs = o.idleMs;
+    this.#connectMs = o.connectMs;
+    this.#clock = o.clock;
+    this.#onExpire = o.onExpire;
+    this.#last = o.clock.now();
     if (parent.aborted) this.#ac.abort(parent.reason);
     parent.addEventListener("abort", this.#onParentAbort, { once: true });
-    // One coarse interval per connection is cheaper than re-arming a timer per chunk.
-    this.#timer = setInterval(() => {
-      if (!this.#paused && Date.now() - this.#last > idleMs) this.#expire(new IdleTimeoutError(`no data for ${idleMs} ms`));
-    }, Math.max(5, Math.floor(idleMs / 4)));
+    this.#arm(o.idleMs);
   }
 
   get signal(): AbortSignal {
     return this.#ac.signal;
   }
 
+  /**
+   * The request's response, or a {@link ConnectTimeoutError} after the connect
+   * timeout, or the abort reason once aborted — whether or not the runtime's
+   * fetch reacts to the abort. A response
+   * that arrives too late has its body cancelled.
+   */
+  connect(request: Promise<Response>): Promise<Response> {
+    return new Promise<Response>((resolve, reject) => {
+      let settled = false;
+      const finish = () => {
+        settled = true;
+        this.#clock.clearTimeout(timer);
+        this.#ac.signal.removeEventListener("abort", onAbort);
+      };
+      const onAbort = () => {
+        if (settled) return;
+        finish();
+        reject(this.#ac.signal.reason);
+      };
+      const timer = this.#clock.setTimeout(() => {
+        if (settled) return;
+        this.#expire("connect", new ConnectTimeoutError(`connect timeout: no response headers after ${this.#connectMs} ms`));
+      }, this.#connectMs, "connect");
+      if (this.#ac.signal.aborted) return onAbort();
+      this.#ac.signal.addEventListener("abort", onAbort, { once: true });
+      request.then(
+        (res) => {
+          if (settled) return void res.body?.cancel().catch(() => {});
+          finish();
+          resolve(res);
+        },
+        (err: unknown) => {
+          if (settled) return;
+          finish();
+          reject(err);
+        },
+      );
+    });
+  }
+
+  // One timer, re-armed only when it fires early (for the rest of the budget): cheaper than re-arming per chunk.
+  #arm(ms: number): void {
+    this.#timer = this.#clock.setTimeout(() => this.#check(), ms, "idle");
+  }
+
+  #check(): void {
+    this.#timer = undefined;
+    if (this.#ac.signal.aborted || this.#paused) return; // resume() re-arms
+    const quiet = this.#clock.now() - this.#last;
+    if (quiet >= this.#idleMs) this.#expire("idle", new IdleTimeoutError(`no data for ${this.#idleMs} ms`));
+    else this.#arm(this.#idleMs - quiet);
+  }
+
   touch(): void {
-    this.#last = Date.now();
+    this.#last = this.#clock.now();
   }
 
   pause(): void {
@@ -768,84 +718,51 @@ class Connection {
 
   resume(): void {
     this.#paused = false;
-    this.#last = Date.now();
+    this.#last = this.#clock.now();
+    if (this.#timer === undefined && !this.#ac.signal.aborted) this.#arm(this.#idleMs);
   }
 
   /** Aborts the connection if it is still open after `ms` (undefined clears it). */
   deadline(ms: number | undefined): void {
-    clearTimeout(this.#deadline);
+    this.#clock.clearTimeout(this.#deadline);
     this.#deadline = undefined;
     if (ms !== undefined) {
-      this.#deadline = setTimeout(() => this.#expire(new StreamingDeadlineError(`no end marker after ${ms} ms`)), ms);
+      this.#deadline = this.#clock.setTimeout(
+        () => this.#expire("deadline", new StreamingDeadlineError(`no end marker after ${ms} ms`)),
+        ms,
+        "streaming-deadline",
+      );
     }
   }
 
-  #expire(reason: Error): void {
+  #expire(kind: "idle" | "connect" | "deadline", reason: Error): void {
     if (this.#ac.signal.aborted) return;
-    this.idle = true;
+    this.expired = kind;
+    this.#onExpire?.(reason);
     this.#ac.abort(reason);
   }
 
-  /** Maps an error caused by our own idle abort to that reason. */
+  /** Maps an error caused by one of our own timers to that timer's reason. */
   translate(err: unknown): unknown {
-    return this.idle ? this.#ac.signal.reason : err;
+    return this.expired ? this.#ac.signal.reason : err;
   }
 
   dispose(): void {
-    clearInterval(this.#timer);
-    clearTimeout(this.#deadline);
+    this.#clock.clearTimeout(this.#timer);
+    this.#clock.clearTimeout(this.#deadline);
     this.#timer = undefined;
+    this.#deadline = undefined;
     this.#parent.removeEventListener("abort", this.#onParentAbort);
     if (!this.#ac.signal.aborted) this.#ac.abort();
   }
 }
 
+/** No response headers within the connect timeout. */
+class ConnectTimeoutError extends Error {
+  override readonly name = "ConnectTimeoutError";
+}
+
 class StreamingDeadlineError extends IdleTimeoutError {}
-
-/** A 410 on a continuation page (L5). */
-class ContinueExpiredError extends Error {
-  override readonly name = "ContinueExpiredError";
-  override readonly cause: KubeApiError;
-  constructor(cause: KubeApiError) {
-    super(cause.message);
-    this.cause = cause;
-  }
-}
-
-function uidChanged(a: KubeObject, b: KubeObject): boolean {
-  const x = a.metadata.uid;
-  const y = b.metadata.uid;
-  return x !== undefined && y !== undefined && x !== y;
-}
-
-/** S5: answers that mean "this server will not do a streaming list". */
-function isStreamingRejection(error: KubeApiError): boolean {
-  return error.code === 400 || error.code === 403 || error.code === 404 || error.code === 405 ||
-    error.code === 422 || error.code === 501;
-}
-
-function retryAfterMsOf(error: KubeApiError): number | undefined {
-  if (error.retryAfterSeconds !== undefined) return error.retryAfterSeconds * 1000;
-  if (error.isTooLargeResourceVersion) return 1000; // L7/S6
-  return undefined;
-}
-
-function retryAfter(outcome: WatchOutcome): number | undefined {
-  return outcome.kind === "failed" ? outcome.retryAfterMs : undefined;
-}
-
-function outcomeError(outcome: WatchOutcome): unknown {
-  switch (outcome.kind) {
-    case "failed":
-    case "expired":
-    case "rejected":
-      return outcome.error;
-    case "ended":
-      return new Error(`stream ended after ${outcome.events} events`);
-    default:
-      return new Error(outcome.kind);
-  }
-}
 
 function describeError(error: unknown): Record<string, unknown> {
   if (error instanceof KubeApiError) {
