@@ -216,11 +216,8 @@ function deployStep() {
   const args = c.args ?? [];
   check(args[0] === "serve", W, `args must start with "serve" (got ${JSON.stringify(args)})`);
   check(args.includes("--port") && args[args.indexOf("--port") + 1] === "8080", W, "args must include --port 8080");
-  // Deno needs a writable DENO_DIR under a writable mount when the root filesystem is read-only.
-  const denoDir = (c.env ?? []).find((e) => e.name === "DENO_DIR")?.value;
-  const mounts = (c.volumeMounts ?? []).filter((m) => !m.readOnly);
-  const emptyDirs = new Set((pod.volumes ?? []).filter((v) => v.emptyDir).map((v) => v.name));
-  check(denoDir && mounts.some((m) => emptyDirs.has(m.name) && (denoDir === m.mountPath || denoDir.startsWith(`${m.mountPath.replace(/\/$/, "")}/`))), W, `DENO_DIR (${denoDir}) must be under a writable emptyDir mount`);
+  // The image runs Node (no cache directory to write); a leftover DENO_DIR would mean a stale manifest.
+  check(!(c.env ?? []).some((e) => e.name === "DENO_DIR"), W, "DENO_DIR is set, but the image runs Node (see Dockerfile)");
 
   // Service and PDB
   const svc = find("Service", "appwatch");
@@ -237,7 +234,7 @@ function deployStep() {
     check(matches(pdb.spec?.selector?.matchLabels), "deploy/pdb.yaml", "selector does not match the Deployment's pods");
   }
 
-  // Dockerfile: non-root, Deno with explicit permissions (never all), the HTTP port.
+  // Dockerfile: non-root, Node under its permission model with listed reads only, the HTTP port.
   const df = readFileSync(join(ROOT, "Dockerfile"), "utf8").replace(/\\\n/g, " ");
   const D = "Dockerfile";
   const user = [...df.matchAll(/^USER\s+(\S+)/gm)].at(-1)?.[1];
@@ -249,9 +246,10 @@ function deployStep() {
   } catch {
     fail(D, "ENTRYPOINT must be a JSON array");
   }
-  check(argv[0] === "deno" && argv[1] === "run", D, `ENTRYPOINT must be deno run (got ${entry})`);
-  check(!argv.some((a) => /^(-A|--allow-all|--allow-write|--allow-run|--allow-ffi|--allow-sys)/.test(a)), D, `ENTRYPOINT must not grant all/write/run/ffi/sys (got ${entry})`);
-  check(argv.some((a) => a.startsWith("--allow-read=")), D, "ENTRYPOINT must limit --allow-read to listed paths");
+  check(argv[0] === "node" && argv.includes("--permission"), D, `ENTRYPOINT must be node --permission (got ${entry})`);
+  check(!argv.some((a) => /^--allow-(fs-write|child-process|worker|addons|wasi|inspector)/.test(a)), D, `ENTRYPOINT must not grant writes, child processes, workers, addons, WASI or the inspector (got ${entry})`);
+  const reads = argv.filter((a) => a.startsWith("--allow-fs-read=")).map((a) => a.slice("--allow-fs-read=".length));
+  check(reads.length > 0 && !reads.some((r) => r === "*" || r === "/" || r === "/*"), D, `ENTRYPOINT must limit --allow-fs-read to listed paths (got ${JSON.stringify(reads)})`);
   check(/^EXPOSE\s+8080\b/m.test(df), D, "EXPOSE 8080");
   check(/^HEALTHCHECK\b.*\/healthz/m.test(df), D, "HEALTHCHECK on /healthz");
   // Docker silently runs a malformed exec-form array as a shell command: make sure each one is JSON.

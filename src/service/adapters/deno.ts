@@ -1,6 +1,12 @@
 /**
  * Deno: `Deno.serve` with `hono/deno`'s WebSocket upgrade (Deno pings and
  * closes a silent peer itself: `idleTimeout`).
+ *
+ * What Deno does not let an adapter bound (no option of `Deno.upgradeWebSocket` or `Deno.serve`;
+ * the frames never reach JavaScript before a message is whole): the size of a fragmented message
+ * while it is assembled (`maxPayloadBytes` is not applied here), unmasked client frames, close
+ * codes for protocol errors, and the time a client may take to send its request headers. Measured
+ * in docs/operations.md, "Runtime limits and hardening"; the image runs Node because of them.
  * @module
  */
 import { getConnInfo, upgradeWebSocket } from "hono/deno";

@@ -2,11 +2,12 @@
  * Node: `@hono/node-server` 2.x with a `ws` WebSocketServer in `noServer`
  * mode. Node's `ws` does not ping by itself; the service does (see app.ts).
  *
- * Node hands every request with an `Upgrade` header to the `upgrade` event, not to the request
- * handler, and node-server answers only WebSocket upgrades there — with a bare status line when it
- * does not upgrade, and nothing at all for other upgrades (`h2c`), so the client hangs. Here every
- * such request that does not become a WebSocket gets its whole answer (status, headers, body), as
- * on Deno and Bun: a refusal names its problem, and any other route answers as without the header.
+ * Node hands every request with `Upgrade` and `Connection: Upgrade` to the `upgrade` event, not to
+ * the request handler, and node-server answers only WebSocket upgrades there — with a bare status
+ * line when it does not upgrade, and nothing at all for other upgrades (`h2c`), so the client
+ * hangs. Here every such request that does not become a WebSocket gets its whole answer (status,
+ * headers, body), as on Deno and Bun: a refusal names its problem, and any other route (or method)
+ * answers as without the header.
  * @module
  */
 import { STATUS_CODES } from "node:http";
@@ -14,20 +15,46 @@ import type { Duplex } from "node:stream";
 import type { IncomingMessage } from "node:http";
 import { serve, upgradeWebSocket as nodeUpgradeWebSocket } from "@hono/node-server";
 import { getConnInfo } from "@hono/node-server/conninfo";
-import type { UpgradeWebSocket } from "hono/ws";
+import { type UpgradeWebSocket, WSContext } from "hono/ws";
 import { WebSocketServer } from "ws";
 import { type ServerAdapter, urlHost } from "./types.ts";
 
 /** Set on a request's env once node-server has taken its socket for a WebSocket. */
 const UPGRADING = Symbol("appwatch.upgrading");
-type Env = { incoming?: { socket?: Duplex }; [UPGRADING]?: boolean };
+type Env = { incoming?: { socket?: Duplex; method?: string }; outgoing?: unknown; [UPGRADING]?: boolean };
+type Events = { onOpen?: (evt: Event, ws: WSContext<unknown>) => void; onClose?: (evt: CloseEvent, ws: WSContext<unknown>) => void };
 
-/** node-server's `upgradeWebSocket`, noting on the env that the socket is node-server's now. */
-const upgradeWebSocket = ((createEvents: unknown, options: unknown) => {
-  const middleware = (nodeUpgradeWebSocket as unknown as (e: unknown, o: unknown) => (c: { env?: Env }, next: () => Promise<void>) => Promise<Response | undefined>)(createEvents, options);
+/**
+ * node-server's `upgradeWebSocket`, noting on the env that the socket is node-server's now. A
+ * handshake `ws` refuses (an invalid subprotocol, …) or whose client leaves before the 101 fires no
+ * WebSocket event at all; its `onClose` is fired here when the socket closes unopened, so the
+ * stream slot comes back with the connection, not only at app.ts's handshake deadline.
+ */
+const upgradeWebSocket = ((createEvents: (c: unknown) => Events | Promise<Events>, options: unknown) => {
+  const opened = new WeakMap<object, { opened: boolean; events: Events }>();
+  const track = async (c: object) => {
+    const events = await createEvents(c);
+    const state = { opened: false, events };
+    opened.set(c, state);
+    return { ...events, onOpen: (evt: Event, ws: WSContext<unknown>) => ((state.opened = true), events.onOpen?.(evt, ws)) };
+  };
+  const middleware = (nodeUpgradeWebSocket as unknown as (e: unknown, o: unknown) => (c: { env?: Env }, next: () => Promise<void>) => Promise<Response | undefined>)(track, options);
   return async (c: { env?: Env }, next: () => Promise<void>) => {
+    // Answered by node-server's request handler (no `Connection: Upgrade`): it can never become a WebSocket.
+    if (c.env?.outgoing !== undefined) return await next();
     const res = await middleware(c, next);
-    if (res && c.env) c.env[UPGRADING] = true;
+    const state = opened.get(c);
+    const socket = c.env?.incoming?.socket;
+    if (!res || !c.env || !state || !socket) return res;
+    c.env[UPGRADING] = true;
+    const unopened = () => {
+      if (state.opened) return;
+      state.opened = true; // once
+      const evt = Object.assign(new Event("close"), { code: 1006, reason: "handshake not completed", wasClean: false }) as CloseEvent;
+      state.events.onClose?.(evt, new WSContext({ send() {}, close() {}, readyState: 3 }));
+    };
+    if (socket.destroyed) unopened();
+    else socket.once("close", unopened);
     return res;
   };
 }) as unknown as UpgradeWebSocket<unknown>;
@@ -41,12 +68,16 @@ export const adapter: ServerAdapter = {
     const wss = new WebSocketServer({ noServer: true, maxPayload: maxPayloadBytes });
     return new Promise((resolve, reject) => {
       const fetch = async (req: Request, env: Env) => {
-        const res = await app.fetch(req, env);
+        const own = withMethod(req, env?.incoming?.method);
+        const res = own ? await app.fetch(own, env) : new Response("404 Not Found", { status: 404, headers: { "content-type": "text/plain; charset=UTF-8" } });
         const socket = env?.incoming?.socket;
-        if (req.headers.get("upgrade") !== null && !env[UPGRADING] && socket && !socket.destroyed) await writeResponse(socket, res);
+        // From the `upgrade` event (no `outgoing`) and not a WebSocket: node-server would not answer it whole.
+        if (env && env.outgoing === undefined && !env[UPGRADING] && socket && !socket.destroyed) await writeResponse(socket, res);
         return res;
       };
-      const server = serve({ fetch, port, hostname, websocket: { server: wss } }, (info) => {
+      // Header deadline: Node's default is 60 s, checked every 30 s (a half-sent request lived ~90 s).
+      const serverOptions = { headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1000 };
+      const server = serve({ fetch, port, hostname, serverOptions, websocket: { server: wss } }, (info) => {
         resolve({
           url: `http://${urlHost(hostname)}:${info.port}`,
           port: info.port,
@@ -76,6 +107,23 @@ export const adapter: ServerAdapter = {
     });
   },
 };
+
+/**
+ * The request with the method the client sent: node-server builds every upgrade request as a GET,
+ * so a POST with `Upgrade: websocket` would reach the GET route. Undefined for a method a fetch
+ * `Request` cannot carry (TRACE, …), which no route serves.
+ */
+function withMethod(req: Request, method: string | undefined): Request | undefined {
+  if (method === undefined || method === req.method) return req;
+  try {
+    return new Request(req.url, { method, headers: req.headers });
+  } catch {
+    return undefined;
+  }
+}
+
+/** How long a client may take to send its request headers (Bun's own limit is about 10 s too). */
+const HEADERS_TIMEOUT_MS = 10_000;
 
 /** Writes a complete HTTP/1.1 response on a raw upgrade socket and closes it. */
 async function writeResponse(socket: Duplex, res: Response): Promise<void> {

@@ -20,7 +20,11 @@ export interface ListeningServer {
 export interface ListenOptions {
   port: number;
   hostname: string;
-  /** Hard cap on incoming WebSocket message size enforced by the runtime (our own, smaller limit closes with 1009 first). */
+  /**
+   * Hard cap on incoming WebSocket message size enforced by the runtime while frames arrive (Node's
+   * `ws` maxPayload, Bun's maxPayloadLength: close 1009). Deno has none: its messages are checked
+   * against our own limit only once whole (app.ts), however large they grew.
+   */
   maxPayloadBytes: number;
   /** WebSocket ping period (s): the runtime (Deno, Bun) or the service (Node) closes a peer that stops answering. */
   pingSeconds: number;
