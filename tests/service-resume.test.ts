@@ -261,6 +261,15 @@ describe("resume tokens", () => {
       await c.until((f) => f.some((x) => x.createEvent?.app.metadata.id.name === "new") && afterCreate(f).some((x) => x.synced?.after === "resync"), "the resync marker after the change", 20_000);
       const tail = c.frames.slice(c.frames.findIndex((f) => f.synced?.after === "snapshot") + 1);
       assert.deepEqual(tail.map(describeFrame).filter((l) => l !== "synced resync"), ["create relist/dev/new"]);
+      // The relist's diff is at no watch position: its events carry no token of their own, at most the
+      // pre-relist one, and resuming from that must never be answered "nothing missed".
+      const diffToken = tail.find((f) => f.createEvent)?.resume;
+      if (diffToken !== undefined) {
+        const fromDiff = await WsClient.connect(`${s.wsUrl}/v1/watch?resume=${encodeURIComponent(diffToken)}`);
+        clients.push(fromDiff);
+        await fromDiff.synced();
+        assert.equal(fromDiff.frames[0].start.mode, "snapshot", `resuming from a relist diff event's token: ${JSON.stringify(fromDiff.frames[0])}`);
+      }
       const resync = afterCreate(c.frames).find((x) => x.synced?.after === "resync")!.synced.resume;
       assert.equal(typeof resync, "string");
       const relists = s.apps.watchMetrics()!.relists;

@@ -375,7 +375,7 @@ export class AppK8sClient {
 
 /** An event of a relist's diff (the reflector marks them; see `ReflectorEvent`). */
 function isRelistDiff(event: ReflectorEvent<KubeObject>): boolean {
-  return (event as { relist?: boolean }).relist === true;
+  return event.type !== "synced" && event.relist === true;
 }
 
 /** The watch options without the KService-specific `parse`. */

@@ -75,7 +75,7 @@ export interface AppwatchApp {
   appService: AppServiceHandlers;
   /** Ends every open stream (WebSocket close with `code`, SSE end) and refuses new ones. */
   closeStreams(code?: number, reason?: string): void;
-  /** Resolves once every WebSocket and SSE stream is closed (or after `timeoutMs`). */
+  /** Resolves once every WebSocket, SSE and Connect stream is closed (or after `timeoutMs`). */
   whenClosed(timeoutMs: number): Promise<void>;
 }
 
@@ -139,9 +139,10 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
   const open = new Set<(code: number, reason: string) => void>();
   const closedWaiters = new Set<() => void>();
   /** A stream's transport is gone: wake {@link AppwatchApp.whenClosed} once none is left. */
-  const transportClosed = (hook: (code: number, reason: string) => void) => {
-    open.delete(hook);
-    if (open.size === 0) for (const w of [...closedWaiters]) w();
+  const allClosed = () => open.size === 0 && metrics.connectStreams === 0;
+  const transportClosed = (hook?: (code: number, reason: string) => void) => {
+    if (hook) open.delete(hook);
+    if (allClosed()) for (const w of [...closedWaiters]) w();
   };
   let closing = false;
   const sessions = new StreamSessions(client, limits, metrics, log);
@@ -187,7 +188,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     sessions,
     maxMessageBytes: limits.maxMessageBytes,
   });
-  mountConnect(app, appService, metrics, options.clientAddress);
+  mountConnect(app, appService, metrics, options.clientAddress, () => transportClosed());
 
   mountBoard(app); // the live app board: GET /, /board/* (docs/board.md)
 
@@ -433,7 +434,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     metrics,
     appService,
     whenClosed(timeoutMs: number) {
-      if (open.size === 0) return Promise.resolve();
+      if (allClosed()) return Promise.resolve();
       return new Promise<void>((resolve) => {
         const done = () => {
           clearTimeout(timer);

@@ -418,7 +418,14 @@ export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServ
  * Mounts AppService on `app` at both path prefixes, for Connect (JSON and binary) and gRPC-Web;
  * gRPC proper needs HTTP/2 trailers, which a fetch `Response` cannot carry (see `adapters/grpc.ts`).
  */
-export function mountConnect(app: Hono, service: AppServiceHandlers, metrics: ServiceMetrics, clientAddress?: (c: Context) => string | undefined): void {
+export function mountConnect(
+  app: Hono,
+  service: AppServiceHandlers,
+  metrics: ServiceMetrics,
+  clientAddress?: (c: Context) => string | undefined,
+  /** Called when a Watch stream's body has been drained (its end-stream frame taken). */
+  onDrained?: () => void,
+): void {
   const router = createConnectRouter({ connect: true, grpcWeb: true, grpc: false });
   service.routes(router);
   const handlers = new Map(router.handlers.map((h) => [h.requestPath, h]));
@@ -431,7 +438,10 @@ export function mountConnect(app: Hono, service: AppServiceHandlers, metrics: Se
       request.contextValues = service.contextValues(clientAddress?.(c) ?? "unknown", stream);
       const response = universalServerResponseToFetch(await handler(request));
       return response.body ? new Response(untilDrained(response.body, () => {
-        if (stream.opened) metrics.connectStreams--;
+        if (stream.opened) {
+          metrics.connectStreams--;
+          onDrained?.();
+        }
       }), response) : response;
     });
   }

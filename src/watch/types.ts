@@ -128,7 +128,9 @@ export const INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end";
  * - `added` / `modified` / `deleted`: a true change of the store. `modified`
  *   carries the `previous` state. A `deleted` with `inferred: true` was not
  *   seen on the wire: the object vanished while we were not watching and a
- *   relist found it missing (its `object` is the last state we knew).
+ *   relist found it missing (its `object` is the last state we knew). `relist: true`
+ *   marks the events of a relist's diff (the store is consistent only at the
+ *   `synced` marker that follows them: no resume point lies between).
  * - `synced`: the store now equals a complete server snapshot. `initial` for
  *   the first sync, `resync` after a relist (410 Expired, or an error that
  *   forced a relist); `cause` says why. When several namespaces are watched,
@@ -137,9 +139,9 @@ export const INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end";
  *   `namespace` that relisted.
  */
 export type ReflectorEvent<T extends KubeObject = KubeObject> =
-  | { type: "added"; object: T }
-  | { type: "modified"; object: T; previous: T }
-  | { type: "deleted"; object: T; inferred?: true }
+  | { type: "added"; object: T; relist?: true }
+  | { type: "modified"; object: T; previous: T; relist?: true }
+  | { type: "deleted"; object: T; inferred?: true; relist?: true }
   | {
     type: "synced";
     phase: "initial" | "resync";
