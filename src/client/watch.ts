@@ -13,7 +13,7 @@
  * @module
  */
 import type { Logger } from "../log.ts";
-import { sleep } from "../watch/backoff.ts";
+import { Backoff, sleep } from "../watch/backoff.ts";
 
 /** What the client needs to know. */
 export interface WatchClientOptions {
@@ -190,7 +190,8 @@ export async function runWatchClient(options: WatchClientOptions, io: WatchClien
 
   const { open, headers: canSendHeaders } = await socketFactory();
   let resume = options.resume;
-  let delay = backoff.initialMs;
+  // The engine's backoff, without jitter: one client, no herd to spread, and the printed delays stay exact.
+  const retry = new Backoff({ initialMs: backoff.initialMs, maxMs: backoff.maxMs, factor: 2, jitter: 0 });
   let sessions = 0; // connections that got their start frame
   let lastEnd = "";
   let lastStart: NonNullable<FrameJson["start"]> | undefined;
@@ -206,7 +207,7 @@ export async function runWatchClient(options: WatchClientOptions, io: WatchClien
       }
       lastEnd = d.text;
     } else if (end.kind === "closed") {
-      if (end.started) delay = backoff.initialMs;
+      if (end.started) retry.reset();
       const name = end.reason || CLOSE_NAMES[end.code] || "closed";
       if (FATAL_CLOSE.has(end.code)) {
         io.stderr(`appwatch watch: the server closed the stream: ${name} (${end.code})`);
@@ -214,17 +215,16 @@ export async function runWatchClient(options: WatchClientOptions, io: WatchClien
       }
       lastEnd = `${name} (${end.code})`;
     } else {
-      if (end.started) delay = backoff.initialMs;
+      if (end.started) retry.reset();
       lastEnd = `no frame for ${idleTimeoutMs / 1000} s`;
     }
+    const delay = retry.next();
     status(
       end.kind === "failed" ? `CONNECT FAILED  ${lastEnd}; retrying in ${delay / 1000} s` : `DISCONNECTED  ${lastEnd}; reconnecting in ${delay / 1000} s`,
       end.kind === "failed" ? "connect failed" : "disconnected",
       { reason: lastEnd, retryInMs: delay, resume: resume !== undefined },
     );
     await sleep(delay, io.signal);
-    if (io.signal.aborted) break;
-    delay = Math.min(delay * 2, backoff.maxMs);
   }
   // The last token lets a later run continue exactly here (--resume).
   if (!human) io.logger?.info("stopped", resume !== undefined ? { resume } : {});

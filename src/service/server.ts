@@ -6,6 +6,7 @@
  * sandbox.
  * @module
  */
+import { Backoff, sleep } from "../watch/backoff.ts";
 import process from "node:process";
 import { AppK8sClient, AppsForbiddenError, KnativeNotInstalledError } from "../flyte/app-client.ts";
 import type { KubeClient } from "../kube/client.ts";
@@ -150,7 +151,8 @@ export async function startService<C extends ClusterSource>(
     const stopWatch = new AbortController();
     cleanups.push(() => stopWatch.abort());
     const watching = (async () => {
-      let delay = 1000;
+      // The watch engine's backoff (jittered, capped at 8 s): prompt once the API answers, no herd of replicas.
+      const retry = new Backoff();
       for (;;) {
         try {
           await apps.startWatching(stopWatch.signal);
@@ -162,9 +164,9 @@ export async function startService<C extends ClusterSource>(
             log.error("cannot watch Flyte apps", { error: err.message });
             throw err;
           }
+          const delay = retry.next();
           log.warn("cannot reach the Kubernetes API yet; retrying", { error: (err as Error).message, retryInMs: delay });
-          await new Promise((r) => setTimeout(r, delay));
-          delay = Math.min(delay * 2, 30_000);
+          await sleep(delay, stopWatch.signal);
         }
       }
     })();
