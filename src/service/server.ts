@@ -136,7 +136,13 @@ export async function startService<C extends ClusterSource>(
     }
     // Give clients up to a second to receive the close frame before connections are cut (woken
     // by the last close; Connect streams end with their end-stream frame inside closeStreams).
-    cleanups.push(() => api.whenClosed(1_000));
+    cleanups.push(async () => {
+      const hadStreams = api.metrics.wsConnections + api.metrics.sseConnections + api.metrics.connectStreams > 0;
+      await api.whenClosed(1_000);
+      // A drained body is not yet a written one: Deno reports neither, and cutting the connections
+      // right away lost the last (end-stream) frame under load. A short grace, only when streams were open.
+      if (hadStreams) await sleep(50);
+    });
     cleanups.push(() => api.closeStreams(CLOSE.goingAway, "server shutting down"));
     log.info("appwatch listening", {
       url: server.url,
