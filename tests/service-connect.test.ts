@@ -75,9 +75,16 @@ class ConnectWatch {
     });
   }
 
-  close(): Promise<void> {
+  /**
+   * Aborts the call. Deno's fetch can leave the aborted body's read pending forever when several
+   * in-process streams are aborted (a client-side quirk, docs/flyte-compatibility.md): the wait
+   * is bounded so that quirk cannot hang the suite; the server side is asserted elsewhere.
+   */
+  async close(): Promise<void> {
     this.#abort.abort();
-    return this.done;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([this.done, new Promise<void>((r) => (timer = setTimeout(r, 5_000)))]);
+    clearTimeout(timer);
   }
 }
 
@@ -175,8 +182,8 @@ for (const kind of Object.keys(transports)) {
         await again.close();
         assert.equal(w.ended, false, "the stream stays open");
       } finally {
+        await s.stop(); // the server first: its end-stream frame ends the client's read
         await w.close();
-        await s.stop();
       }
     });
 
