@@ -27,8 +27,8 @@ describe("Bun's silent drop past its backpressure limit", () => {
     const apps = new AppK8sClient({ client: new KubeClient({ server: sb.url, namespace: "flyte" }), namespace: "flyte", config: { watchBufferSize: 1_000_000 } });
     const adapter = await loadAdapter();
     // No high-water mark: frames go to Bun as fast as they come.
-    const api = createApp({ client: apps, upgradeWebSocket: adapter.upgradeWebSocket, clientAddress: adapter.clientAddress, limits: { highWaterMark: 1 << 30 } });
-    const server = await adapter.listen(api.app, { port: 0, hostname: "127.0.0.1", maxPayloadBytes: 1 << 16, pingSeconds: 30 });
+    const api = createApp({ client: apps, runtime: adapter, limits: { highWaterMark: 1 << 30 } });
+    const server = await adapter.listen(api.app.fetch, { port: 0, hostname: "127.0.0.1" });
     try {
       await apps.startWatching();
       sb.sandbox.create("services", ksvc("drop", "dev", "a"));

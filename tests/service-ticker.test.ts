@@ -1,17 +1,37 @@
 /**
- * The shared ticker (src/service/ticker.ts): one interval per period for every
- * connection's heartbeat and (Node) protocol ping. Callbacks are spread over
- * slots, the interval runs only while something is registered, a silent
- * WebSocket peer is still closed, and nothing is left running once the
- * service has stopped. Checked through the ticker's own state (manual
- * `tick()`s), not timing thresholds.
+ * The ticker (src/service/ticker.ts): one timer per period for every
+ * connection's heartbeat (the stream sessions' own) and protocol ping (the Node
+ * adapter's own). Callbacks are spread over slots, the timer runs only while
+ * something is registered, a silent WebSocket peer is still closed, and nothing
+ * is left running once the service has stopped. Checked through the ticker's
+ * own state (manual `tick()`s) and a virtual clock, not timing thresholds.
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { sharedTicker, startPing, Ticker } from "../src/service/ticker.ts";
+import { Ticker } from "../src/service/ticker.ts";
+import { keepAlive } from "../src/service/adapters/node.ts";
+import { VirtualClock } from "../src/watch/clock.ts";
 import { eventually, SseClient, startTestService, WsClient } from "./helpers/service.ts";
 
-describe("shared ticker", () => {
+describe("ticker", () => {
+  test("on its clock: every callback runs once per period, one timer at a time, none once the last callback is gone", () => {
+    const clock = new VirtualClock();
+    const t = new Ticker(1_000, 4, clock);
+    const runs = [0, 0, 0];
+    const stops = runs.map((_, i) => t.add(() => runs[i]!++));
+    assert.equal(clock.pending("tick").length, 1, "one timer for every callback");
+    assert.equal(clock.pending("tick")[0]!.delay, 250, "a slot every period / slots");
+    clock.advance(1_000);
+    assert.deepEqual(runs, [1, 1, 1], "each callback once in one period");
+    clock.advance(3_000);
+    assert.deepEqual(runs, [4, 4, 4]);
+    assert.equal(clock.pending("tick").length, 1, "still one timer");
+    for (const stop of stops) stop();
+    assert.equal(clock.pending("tick").length, 0, "no timer left once nothing is registered");
+    clock.advance(10_000);
+    assert.deepEqual(runs, [4, 4, 4]);
+  });
+
   test("each callback runs once per period (one slot per tick); the interval runs only while callbacks are registered", () => {
     const t = new Ticker(60_000, 4);
     assert.equal(t.slots, 4);
@@ -81,7 +101,7 @@ describe("shared ticker", () => {
     assert.equal(new Ticker(30_000).slots, 64);
   });
 
-  test("startPing (Node's ws): pings every period, terminates a peer that missed a pong, then unregisters", () => {
+  test("keepAlive (Node adapter, ws): pings every period, terminates a peer that missed a pong, then unregisters", () => {
     const t = new Ticker(60_000, 1);
     const fake = () => {
       const listeners: Record<string, (() => void)[]> = {};
@@ -91,6 +111,10 @@ describe("shared ticker", () => {
         on(ev: string, fn: () => void) {
           (listeners[ev] ??= []).push(fn);
         },
+        once(ev: string, fn: () => void) {
+          (listeners[ev] ??= []).push(fn);
+        },
+        off() {},
         ping() {
           this.pings++;
         },
@@ -104,10 +128,10 @@ describe("shared ticker", () => {
     };
     const live = fake();
     const dead = fake();
-    const stopLive = startPing(live, 60_000, t);
-    const stopDead = startPing(dead, 60_000, t);
-    assert.ok(stopLive && stopDead);
-    assert.equal(startPing({ send() {} }, 60_000, t), undefined, "not a ws socket (Deno, Bun): the runtime pings");
+    // deno-lint-ignore no-explicit-any
+    const stopLive = keepAlive(live as any, t);
+    // deno-lint-ignore no-explicit-any
+    const stopDead = keepAlive(dead as any, t);
     assert.equal(t.stats().callbacks, 2);
 
     t.tick();
@@ -124,10 +148,9 @@ describe("shared ticker", () => {
     assert.deepEqual({ callbacks: t.stats().callbacks, running: t.stats().running }, { callbacks: 0, running: false });
   });
 
-  test("a running service: heartbeats on WebSocket and SSE come from the shared ticker, which stops with the last connection", async () => {
-    // 0.35 s: a period no other test uses, so this ticker's state is this service's alone.
+  test("a running service: heartbeats on WebSocket and SSE come from the sessions' ticker, which stops with the last connection", async () => {
     const s = await startTestService({ heartbeatSeconds: 0.35, pingSeconds: 1 });
-    const heartbeats = sharedTicker(350);
+    const heartbeats = { stats: () => s.api.heartbeatStats() };
     try {
       const ws = await WsClient.connect(`${s.wsUrl}/v1/watch?snapshot=false`);
       const sse = await SseClient.connect(`${s.url}/v1/watch?snapshot=false`);
@@ -135,16 +158,10 @@ describe("shared ticker", () => {
       await sse.until((fs) => fs.filter((f) => f.heartbeat !== undefined).length >= 2, "two SSE heartbeats");
       assert.equal(heartbeats.stats().callbacks, 2, "one heartbeat callback per stream");
       assert.equal(heartbeats.stats().running, true);
-      // deno-lint-ignore no-explicit-any
-      const g = globalThis as any;
-      if (!g.Deno && !g.Bun) assert.equal(sharedTicker(1000).stats().callbacks, 1, "Node: the WebSocket's protocol ping is on the shared 1 s ticker");
       ws.close();
       sse.close();
       await eventually(async () => heartbeats.stats().callbacks === 0, "the closed streams to unregister", 10_000);
-      assert.equal(heartbeats.stats().running, false, "no interval left once no stream is open");
-      // Node pings from the shared 1 s ticker; Deno and Bun ping by themselves.
-      assert.equal(sharedTicker(1000).stats().callbacks, 0);
-      assert.equal(sharedTicker(1000).stats().running, false);
+      assert.equal(heartbeats.stats().running, false, "no timer left once no stream is open");
     } finally {
       await s.stop();
     }

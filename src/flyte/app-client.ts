@@ -10,6 +10,7 @@ import type { KubeClient } from "../kube/client.ts";
 import { errorFromResponse } from "../kube/status.ts";
 import { type Logger, silentLogger } from "../log.ts";
 import { createWatcher, type ObjectWatcher } from "../watch/group.ts";
+import { type Clock, realClock } from "../watch/clock.ts";
 import type { ReflectorHealth, ReflectorOptions } from "../watch/reflector.ts";
 import { collectionPath, KNATIVE_REVISIONS, KNATIVE_SERVICES, type KubeObject, objectKey, type ReflectorEvent } from "../watch/types.ts";
 import { kserviceToApp } from "./convert.ts";
@@ -37,6 +38,8 @@ export interface AppK8sClientOptions {
   replicas?: boolean;
   /** How many recent app changes are kept for resuming subscriptions (default 10,000). */
   resumeWindow?: number;
+  /** Time for both watches, the sync deadline and catch-up waits (tests: a `VirtualClock`). Default: the real clock. */
+  clock?: Clock;
 }
 
 /** Options of {@link AppK8sClient.startWatching}. */
@@ -88,11 +91,14 @@ export class AppK8sClient {
   #stop: AbortController | undefined;
   #loop: Promise<void> | undefined;
   #started: Promise<void> | undefined;
-  #stoppedAt = Date.now();
+  readonly #clock: Clock;
+  #stoppedAt: number;
 
   constructor(options: AppK8sClientOptions) {
     this.#client = options.client;
     this.#options = options;
+    this.#clock = options.clock ?? options.watch?.clock ?? realClock;
+    this.#stoppedAt = this.#clock.now();
     const { slowConsumer, ...config } = options.config ?? {};
     this.config = { ...DEFAULT_APPS_CONFIG, ...config };
     this.policy = slowConsumer ?? "coalesce";
@@ -100,7 +106,7 @@ export class AppK8sClient {
     const list = typeof ns === "string" ? [ns] : ns;
     this.namespaces = list.includes("*") ? [] : list;
     this.#log = (options.logger ?? silentLogger).child({ component: "apps" });
-    this.#hub = new AppHub({ policy: this.policy, bufferSize: this.config.watchBufferSize, resumeWindow: options.resumeWindow ?? 10_000, logger: this.#log, metrics: this.metrics });
+    this.#hub = new AppHub({ policy: this.policy, bufferSize: this.config.watchBufferSize, resumeWindow: options.resumeWindow ?? 10_000, logger: this.#log, metrics: this.metrics, clock: this.#clock });
     this.#kservices = new KServiceApps({
       hub: this.#hub,
       config: this.config,
@@ -129,8 +135,9 @@ export class AppK8sClient {
     const ready = this.#started;
     if (timeoutMs === undefined) return ready;
     return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`the initial sync of app KServices did not finish within ${timeoutMs} ms (the watch keeps trying)`)), timeoutMs);
-      ready.then(resolve, reject).finally(() => clearTimeout(timer));
+      const fail = () => reject(new Error(`the initial sync of app KServices did not finish within ${timeoutMs} ms (the watch keeps trying)`));
+      const timer = this.#clock.setTimeout(fail, timeoutMs, "sync-deadline");
+      ready.then(resolve, reject).finally(() => this.#clock.clearTimeout(timer));
     });
   }
 
@@ -140,7 +147,7 @@ export class AppK8sClient {
     const stop = new AbortController();
     this.#stop = stop;
     lifetime?.addEventListener("abort", () => stop.abort(), { once: true });
-    const watch = this.#options.watch;
+    const watch = { ...this.#options.watch, clock: this.#clock };
     if (this.#options.replicas !== false) this.#replicas = await this.#revisionWatch(lifetime);
     const parse = watch?.parse;
     const watcher = createWatcher<KubeObject>({
@@ -244,7 +251,7 @@ export class AppK8sClient {
       }
       throw err;
     }
-    return new RevisionReplicas({ client: this.#client, namespaces: this.namespaces, logger: this.#log, ...(this.#options.watch ? { watch: stripParse(this.#options.watch) } : {}) });
+    return new RevisionReplicas({ client: this.#client, namespaces: this.namespaces, logger: this.#log, watch: { ...stripParse(this.#options.watch ?? {}), clock: this.#clock } });
   }
 
   /** Stops the watch and ends every subscription. */
@@ -261,7 +268,7 @@ export class AppK8sClient {
     this.#loop = undefined;
     this.#watcher = undefined;
     this.#replicas = undefined;
-    if (this.#synced) this.#stoppedAt = Date.now();
+    if (this.#synced) this.#stoppedAt = this.#clock.now();
     this.#synced = false;
   }
 

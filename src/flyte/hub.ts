@@ -6,6 +6,7 @@
  * @module
  */
 import type { Logger } from "../log.ts";
+import { type Clock, realClock } from "../watch/clock.ts";
 import { Journal } from "./journal.ts";
 import type { App, Identifier, WatchResponse } from "./model.ts";
 import { type AppChange, appOf, type SlowConsumerPolicy, Subscription } from "./subscriptions.ts";
@@ -117,6 +118,8 @@ export interface AppHubOptions {
   resumeWindow: number;
   logger: Logger;
   metrics: HubMetrics;
+  /** Time for catch-up deadlines. Default: the real clock. */
+  clock?: Clock;
 }
 
 /** See the module documentation. */
@@ -233,9 +236,10 @@ export class AppHub {
   async catchUp(token: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
     if (!this.journal.canCatchUp(token)) return false; // malformed or foreign: answer at once (with a snapshot)
     if (this.journal.covers(token)) return true;
+    const clock = this.#options.clock ?? realClock;
     return await new Promise<boolean>((resolve) => {
       const done = (ok: boolean) => {
-        clearTimeout(timer);
+        clock.clearTimeout(timer);
         this.#moved.delete(check);
         signal?.removeEventListener("abort", onAbort);
         resolve(ok);
@@ -244,7 +248,7 @@ export class AppHub {
         if (this.journal.covers(token)) done(true);
       };
       const onAbort = () => done(false);
-      const timer = setTimeout(() => done(false), timeoutMs);
+      const timer = clock.setTimeout(() => done(false), timeoutMs, "catch-up");
       if (signal?.aborted) return done(false);
       signal?.addEventListener("abort", onAbort, { once: true });
       this.#moved.add(check);

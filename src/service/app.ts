@@ -2,12 +2,13 @@
  * The appwatch HTTP API as one Hono app (docs/protocol.md): `GET /v1/watch`
  * (WebSocket, or Server-Sent Events with `Accept: text/event-stream`),
  * `GET /v1/apps`, `GET /v1/apps/:project/:domain/:name`, `/healthz`,
- * `/readyz`, `/metrics`. Nothing here is runtime-specific: each runtime's
- * adapter passes its `upgradeWebSocket` and a way to read the client address.
+ * `/readyz`, `/metrics`. Nothing here is runtime-specific: the runtime's adapter
+ * (`adapters/`) gives the WebSocket upgrade, the client address, each socket as a sink with a
+ * drain signal, and keep-alive pings; this module never reads `ws.raw`.
  * @module
  */
 import { type Context, Hono, type MiddlewareHandler } from "hono";
-import type { UpgradeWebSocket, WSContext } from "hono/ws";
+import type { WSContext } from "hono/ws";
 import { type AppK8sClient, AppNotFoundError, InvalidPageTokenError, type SubscribeTarget } from "../flyte/app-client.ts";
 import type { App } from "../flyte/model.ts";
 import { KubeApiError } from "../kube/status.ts";
@@ -18,9 +19,10 @@ import { type BuildInfo, ServiceMetrics } from "./metrics.ts";
 import { ClientMessageSchema, GetAppParamsSchema, issuesOf, ListQuerySchema, parseQuery, type WatchQuery, WatchQuerySchema } from "./schemas.ts";
 import { APP_SERVICE_METHODS, APP_SERVICE_PATH, type AppServiceHandlers, createAppServiceHandlers, mountConnect } from "./connect.ts";
 import { isRefusal, type SessionItem, type Slot, type StreamRequest, StreamSessions, type StreamSink } from "./session.ts";
-import { sleep } from "../watch/backoff.ts";
 import { unrefTimer } from "../runtime.ts";
-import { startPing } from "./ticker.ts";
+import { type Clock, realClock } from "../watch/clock.ts";
+import type { ServerAdapter, SocketSink } from "./adapters/types.ts";
+import type { TickerStats } from "./ticker.ts";
 import { mountBoard } from "./board/route.ts";
 import * as v from "valibot";
 
@@ -50,13 +52,16 @@ export interface ApiLimits {
   catchUpMs: number;
 }
 
+/** What the app uses of a runtime adapter (`loadAdapter()` gives all of it). */
+export type AppRuntime = Pick<ServerAdapter, "upgradeWebSocket" | "clientAddress" | "socket" | "keepAlive">;
+
 /** Options of {@link createApp}. */
 export interface CreateAppOptions {
   client: AppK8sClient;
-  /** The runtime's Hono `upgradeWebSocket`; without it `/v1/watch` serves SSE only. */
-  upgradeWebSocket?: UpgradeWebSocket<unknown>;
-  /** The runtime's way to read the peer address (for per-client limits). */
-  clientAddress?: (c: Context) => string | undefined;
+  /** The runtime's adapter; without it `/v1/watch` serves SSE only and every client is one address. */
+  runtime?: AppRuntime;
+  /** Time for heartbeats and deadlines (tests: a `VirtualClock`). Default: the real clock. */
+  clock?: Clock;
   /** Bearer tokens accepted on `/v1/*` (none: no auth). */
   authTokens?: string[];
   /** Allowed `Origin` values for `/v1/*` (none: any). Requests without `Origin` are always allowed. */
@@ -77,6 +82,8 @@ export interface AppwatchApp {
   closeStreams(code?: number, reason?: string): void;
   /** Resolves once every WebSocket, SSE and Connect stream is closed (or after `timeoutMs`). */
   whenClosed(timeoutMs: number): Promise<void>;
+  /** The heartbeat ticker's statistics (it runs only while a stream is open). */
+  heartbeatStats(): TickerStats;
 }
 
 const DEFAULT_LIMITS: ApiLimits = {
@@ -145,7 +152,9 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     if (allClosed()) for (const w of [...closedWaiters]) w();
   };
   let closing = false;
-  const sessions = new StreamSessions(client, limits, metrics, log);
+  const clock = options.clock ?? realClock;
+  const runtime = options.runtime;
+  const sessions = new StreamSessions(client, { ...limits, clock }, metrics, log);
 
   const app = new Hono();
 
@@ -188,7 +197,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     sessions,
     maxMessageBytes: limits.maxMessageBytes,
   });
-  mountConnect(app, appService, metrics, options.clientAddress, () => transportClosed());
+  mountConnect(app, appService, metrics, runtime ? (c) => runtime.clientAddress(c) : undefined, () => transportClosed());
 
   mountBoard(app); // the live app board: GET /, /board/* (docs/board.md)
 
@@ -260,7 +269,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
       return errorResponse(c, 426, "failed_precondition", "GET /v1/watch needs a WebSocket upgrade or Accept: text/event-stream", {});
     }
     if (isUpgrade) {
-      if (!options.upgradeWebSocket) return errorResponse(c, 426, "failed_precondition", "WebSocket is not available on this server; use Accept: text/event-stream");
+      if (!runtime) return errorResponse(c, 426, "failed_precondition", "WebSocket is not available on this server; use Accept: text/event-stream");
       // Refuse a malformed handshake here, before a slot is taken: a runtime that rejects it later
       // fires neither open nor close, and the slot would never come back.
       const bad = badHandshake(c);
@@ -270,7 +279,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
         return errorResponse(c, bad.version ? 426 : 400, bad.version ? "failed_precondition" : "invalid_argument", bad.message);
       }
     }
-    const slot = sessions.admit(options.clientAddress?.(c) ?? "unknown");
+    const slot = sessions.admit(runtime?.clientAddress(c) ?? "unknown");
     if (isRefusal(slot)) {
       metrics.reject(slot.reason);
       if (slot.status === 503) c.header("Retry-After", "2");
@@ -282,9 +291,11 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
   /** A WebSocket stream; `slot` is released when the session ends, or here if it never starts. */
   async function webSocket(c: Context, next: () => Promise<void>, request: StreamRequest, slot: Slot): Promise<Response> {
     let started = false;
-    const upgrade = options.upgradeWebSocket!((_c) => {
+    const rt = runtime!;
+    const upgrade = rt.upgradeWebSocket((_c) => {
       const abort = new AbortController();
       let stopPing: (() => void) | undefined;
+      let sink: ReturnType<typeof wsSink> | undefined;
       let closedByServer = false;
       let gone = false;
       let opened = false;
@@ -304,8 +315,9 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
           metrics.wsConnections++;
           shutdownHook = (code, reason) => closeWith(ws, code, reason);
           open.add(shutdownHook);
-          stopPing = startPing(ws.raw, limits.pingMs);
-          sessions.run(slot, request, wsSink(ws, limits.highWaterMark), abort.signal).then((end) => {
+          stopPing = rt.keepAlive(ws, limits.pingMs);
+          sink = wsSink(rt.socket(ws), limits.highWaterMark);
+          sessions.run(slot, request, sink, abort.signal).then((end) => {
             if (end.reason === "lagging") closeWith(ws, CLOSE.tryAgainLater, "slow consumer: resubscribe with a snapshot");
             else if (end.reason === "dropped") closeWith(ws, CLOSE.tryAgainLater, "send buffer overflow: reconnect with your resume token");
             else if (!abort.signal.aborted) closeWith(ws, CLOSE.goingAway, "subscription ended");
@@ -327,7 +339,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
           }
           const msg = v.safeParse(ClientMessageSchema, parsed);
           if (!msg.success) return closeWith(ws, CLOSE.policy, `unknown message: ${issuesOf(msg.issues).message}`.slice(0, 120));
-          wsSink(ws, limits.highWaterMark).send({ kind: "pong", id: msg.output.ping.id });
+          (sink ??= wsSink(rt.socket(ws), limits.highWaterMark)).send({ kind: "pong", id: msg.output.ping.id });
         },
         onClose(evt) {
           // Once only: Deno fires `close` twice when its ping times out.
@@ -350,7 +362,10 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
       // Bun and Deno answer a failed upgrade at once; Node answers 200 here and 101 later, so its
       // slot is given back if the socket has not opened by the handshake deadline.
       if (!res || (res.status !== 101 && res.status !== 200)) slot.release();
-      else if (!started) unrefTimer(setTimeout(() => started || slot.release(), HANDSHAKE_DEADLINE_MS));
+      else if (!started) {
+        const timer = clock.setTimeout(() => started || slot.release(), HANDSHAKE_DEADLINE_MS, "handshake");
+        if (clock === realClock) unrefTimer(timer);
+      }
       return res ?? errorResponse(c, 400, "invalid_argument", "WebSocket upgrade failed");
     } catch (err) {
       slot.release();
@@ -437,14 +452,15 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
       if (allClosed()) return Promise.resolve();
       return new Promise<void>((resolve) => {
         const done = () => {
-          clearTimeout(timer);
+          clock.clearTimeout(timer);
           closedWaiters.delete(done);
           resolve();
         };
-        const timer = setTimeout(done, timeoutMs);
+        const timer = clock.setTimeout(done, timeoutMs, "close-wait");
         closedWaiters.add(done);
       });
     },
+    heartbeatStats: () => sessions.heartbeatStats(),
     closeStreams(code: number = CLOSE.goingAway, reason = "server shutting down") {
       closing = true;
       for (const close of [...open]) close(code, reason);
@@ -456,9 +472,6 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
 
 /** How long a Node upgrade (answered 200 now, 101 later) may take before its slot is given back. */
 const HANDSHAKE_DEADLINE_MS = 10_000;
-/** How often a WebSocket sink re-checks its buffer: runtimes give no drain event on the socket. */
-const WS_DRAIN_POLL_MS = 10;
-
 /** What is wrong with a WebSocket handshake, in the terms the runtimes refuse it for (RFC 6455 §4.2.1). */
 function badHandshake(c: Context): { message: string; version?: true } | undefined {
   if ((c.req.header("upgrade") ?? "").toLowerCase() !== "websocket") return { message: `Upgrade must be "websocket"` };
@@ -468,31 +481,12 @@ function badHandshake(c: Context): { message: string; version?: true } | undefin
   return undefined;
 }
 
-/** A WebSocket as a {@link StreamSink}: Bun's `send()` result is checked, never dropped unnoticed. */
-function wsSink(ws: WSContext, highWaterMark: number): StreamSink & { send(item: SessionItem | { kind: "pong"; id: string | undefined }): "ok" | "closed" | "dropped" } {
-  // deno-lint-ignore no-explicit-any
-  const raw = ws.raw as any;
-  const buffered = (): number => {
-    if (typeof raw?.getBufferedAmount === "function") return raw.getBufferedAmount();
-    return typeof raw?.bufferedAmount === "number" ? raw.bufferedAmount : 0;
-  };
-  const full = () => buffered() > highWaterMark;
+/** A WebSocket (as its adapter gives it) as a {@link StreamSink}; also sends pongs. */
+function wsSink(socket: SocketSink, highWaterMark: number): StreamSink & { send(item: SessionItem | { kind: "pong"; id: string | undefined }): "ok" | "closed" | "dropped" } {
   return {
     heartbeats: true,
-    send(item) {
-      const frame = item.kind === "pong" ? pongFrame(item.id) : frameOf(item);
-      if ((raw?.readyState ?? ws.readyState) !== 1) return "closed";
-      if (typeof raw?.getBufferedAmount === "function") {
-        // Bun: >0 bytes sent, -1 queued under backpressure, 0 dropped (over backpressureLimit).
-        const r = raw.send(frame.json);
-        return r === 0 ? "dropped" : "ok";
-      }
-      ws.send(frame.json);
-      return "ok";
-    },
-    full,
-    async drained(signal) {
-      while (full() && !signal.aborted && (raw?.readyState ?? ws.readyState) === 1) await sleep(WS_DRAIN_POLL_MS, signal);
-    },
+    send: (item) => socket.send((item.kind === "pong" ? pongFrame(item.id) : frameOf(item)).json),
+    full: () => socket.bufferedAmount() > highWaterMark,
+    drained: (signal) => socket.drained(highWaterMark, signal),
   };
 }

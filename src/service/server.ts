@@ -7,13 +7,13 @@
  * @module
  */
 import { Backoff, sleep } from "../watch/backoff.ts";
-import process from "node:process";
 import { AppK8sClient, AppsForbiddenError, KnativeNotInstalledError } from "../flyte/app-client.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { connect } from "../kube/connect.ts";
 import type { Logger } from "../log.ts";
 import { type AppwatchApp, CLOSE, createApp } from "./app.ts";
 import { type ListeningServer, loadAdapter } from "./adapters/types.ts";
+import { runtimeVersion } from "../runtime.ts";
 import type { ServiceSettings } from "./settings.ts";
 
 /** The settings `startService` needs, derived from the settings table (`settings.ts`; `config.ts` reads them). */
@@ -105,11 +105,10 @@ export async function startService<C extends ClusterSource>(
     cleanups.push(() => apps.stopWatching());
 
     // 2. The API on this runtime's server.
-    const adapter = await loadAdapter();
+    const adapter = await loadAdapter({ maxPayloadBytes: Math.max(settings.maxMessageBytes * 4, 64 * 1024), pingSeconds: settings.pingSeconds });
     const api = createApp({
       client: apps,
-      upgradeWebSocket: adapter.upgradeWebSocket,
-      clientAddress: adapter.clientAddress,
+      runtime: adapter,
       authTokens: settings.authTokens,
       allowedOrigins: settings.allowedOrigins,
       limits: {
@@ -121,12 +120,7 @@ export async function startService<C extends ClusterSource>(
       logger: log,
       build: { version: VERSION, runtime: adapter.runtime, runtimeVersion: runtimeVersion() },
     });
-    const server: ListeningServer = await adapter.listen(api.app, {
-      port: settings.port,
-      hostname: settings.host,
-      maxPayloadBytes: Math.max(settings.maxMessageBytes * 4, 64 * 1024),
-      pingSeconds: settings.pingSeconds,
-    });
+    const server: ListeningServer = await adapter.listen(api.app.fetch, { port: settings.port, hostname: settings.host });
     cleanups.push(() => server.close());
     let grpc: ListeningServer | undefined;
     if (settings.grpcPort !== undefined) {
@@ -203,10 +197,4 @@ export async function startService<C extends ClusterSource>(
     await stopAll();
     throw err;
   }
-}
-
-function runtimeVersion(): string {
-  // deno-lint-ignore no-explicit-any
-  const g = globalThis as any;
-  return g.Deno?.version?.deno ?? g.Bun?.version ?? process.versions.node;
 }

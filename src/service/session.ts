@@ -15,7 +15,8 @@ import type { WatchResponse } from "../flyte/model.ts";
 import { LaggingError, type SubscriptionStart } from "../flyte/subscriptions.ts";
 import type { Logger } from "../log.ts";
 import type { ServiceMetrics } from "./metrics.ts";
-import { sharedTicker } from "./ticker.ts";
+import { type Clock, realClock } from "../watch/clock.ts";
+import { Ticker, type TickerStats } from "./ticker.ts";
 
 /** What a stream delivers, whatever the transport. */
 export type SessionItem =
@@ -78,6 +79,8 @@ export interface SessionOptions {
   heartbeatMs: number;
   /** How long to wait for this replica to catch up with a resume token from a replica ahead of it. */
   catchUpMs: number;
+  /** Time for heartbeats (tests: a `VirtualClock`). Default: the real clock. */
+  clock?: Clock;
 }
 
 /**
@@ -91,6 +94,8 @@ export class StreamSessions {
   readonly #log: Logger;
   readonly #perClient = new Map<string, number>();
   readonly #open = new Set<AbortController>();
+  /** One timer for every stream's heartbeat (see ticker.ts), not an interval per stream. */
+  readonly #heartbeats: Ticker;
   #closing: string | undefined;
 
   constructor(client: AppK8sClient, options: SessionOptions, metrics: ServiceMetrics, log: Logger) {
@@ -98,6 +103,12 @@ export class StreamSessions {
     this.#options = options;
     this.#metrics = metrics;
     this.#log = log;
+    this.#heartbeats = new Ticker(options.heartbeatMs, undefined, options.clock ?? realClock);
+  }
+
+  /** The heartbeat ticker's statistics (for tests and benchmarks: not running once no stream is open). */
+  heartbeatStats(): TickerStats {
+    return this.#heartbeats.stats();
   }
 
   /** Streams open now. */
@@ -207,9 +218,8 @@ export class StreamSessions {
       sub.close();
       return false;
     };
-    // One process-wide timer for every stream's heartbeat (see ticker.ts), not an interval per stream.
     const stopHeartbeat = sink.heartbeats
-      ? sharedTicker(this.#options.heartbeatMs).add(() => {
+      ? this.#heartbeats.add(() => {
         if (!sub.closed && !sink.full()) deliver({ kind: "heartbeat", token: sub.resumeToken(client.token()) });
       })
       : () => {};

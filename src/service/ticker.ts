@@ -11,10 +11,13 @@
  * for long (measured with `bench/fanout-tick.ts`: all 5,000 heartbeats in one
  * tick took 66–132 ms; 500 per tick 8–33 ms). The interval exists only while the ticker has callbacks
  * (so nothing keeps running after the last connection closes) and is unref'd
- * where the runtime allows it (open connections keep the process alive anyway).
+ * where the runtime allows it (open connections keep the process alive anyway). Time comes from a
+ * {@link Clock}, so tests drive it on a virtual one. Each owner (the stream sessions, a runtime
+ * adapter) has its own tickers: nothing is shared between two services in one process.
  * @module
  */
 import { unrefTimer } from "../runtime.ts";
+import { type Clock, realClock, type TimerHandle } from "../watch/clock.ts";
 
 /** Slot length the ticker aims for: periods shorter than `slots × MIN_SLOT_MS` get fewer slots. */
 const MIN_SLOT_MS = 250;
@@ -23,6 +26,8 @@ const MAX_SLOTS = 64;
 
 /** Statistics of a {@link Ticker}, for tests and benchmarks. */
 export interface TickerStats {
+  /** Slots the period is spread over. */
+  slots: number;
   /** Callbacks registered now. */
   callbacks: number;
   /** Whether the interval is running (only while there are callbacks). */
@@ -42,7 +47,8 @@ export class Ticker {
   readonly periodMs: number;
   readonly slots: number;
   readonly #groups: Set<() => void>[];
-  #timer: ReturnType<typeof setInterval> | undefined;
+  readonly #clock: Clock;
+  #timer: TimerHandle | undefined;
   #next = 0; // the slot the next tick runs
   #size = 0;
   #ticks = 0;
@@ -50,9 +56,10 @@ export class Ticker {
   #maxTickCallbacks = 0;
   #errors = 0;
 
-  constructor(periodMs: number, slots?: number) {
+  constructor(periodMs: number, slots?: number, clock: Clock = realClock) {
     if (!(periodMs > 0)) throw new RangeError(`ticker period must be > 0 ms, got ${periodMs}`);
     this.periodMs = periodMs;
+    this.#clock = clock;
     this.slots = Math.max(1, Math.min(MAX_SLOTS, slots ?? Math.floor(periodMs / MIN_SLOT_MS)));
     this.#groups = Array.from({ length: this.slots }, () => new Set<() => void>());
   }
@@ -75,6 +82,7 @@ export class Ticker {
   /** Statistics (see {@link TickerStats}). */
   stats(): TickerStats {
     return {
+      slots: this.slots,
       callbacks: this.#size,
       running: this.#timer !== undefined,
       ticks: this.#ticks,
@@ -95,11 +103,17 @@ export class Ticker {
   }
 
   #start(): void {
-    this.#timer = unrefTimer(setInterval(() => this.tick(), this.periodMs / this.slots));
+    const timer = this.#clock.setTimeout(() => {
+      this.#timer = undefined;
+      this.tick();
+      if (this.#size > 0 && this.#timer === undefined) this.#start();
+    }, this.periodMs / this.slots, "tick");
+    // Only the runtime's own timers can be unref'd (a virtual clock's are plain numbers).
+    this.#timer = this.#clock === realClock ? unrefTimer(timer) : timer;
   }
 
   #stop(): void {
-    if (this.#timer !== undefined) clearInterval(this.#timer);
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
     this.#timer = undefined;
   }
 
@@ -124,46 +138,4 @@ export class Ticker {
     if (ms > this.#maxTickMs) this.#maxTickMs = ms;
     if (n > this.#maxTickCallbacks) this.#maxTickCallbacks = n;
   }
-}
-
-const shared = new Map<number, Ticker>();
-
-/** The process-wide ticker for `periodMs` (one per distinct period). */
-export function sharedTicker(periodMs: number): Ticker {
-  let t = shared.get(periodMs);
-  if (!t) {
-    t = new Ticker(periodMs);
-    shared.set(periodMs, t);
-  }
-  return t;
-}
-
-/** Every process-wide ticker (for tests and benchmarks: none should be running once all connections are closed). */
-export function sharedTickers(): Ticker[] {
-  return [...shared.values()];
-}
-
-/**
- * Protocol pings for Node's `ws` (it sends none by itself): ping each period and
- * end a peer that did not answer the previous ping. Returns the function that
- * stops pinging, or undefined when `raw` is not a `ws` socket (Deno and Bun ping
- * by themselves).
- */
-export function startPing(raw: unknown, everyMs: number, ticker: Ticker = sharedTicker(everyMs)): (() => void) | undefined {
-  // deno-lint-ignore no-explicit-any
-  const r = raw as any;
-  if (typeof r?.ping !== "function" || typeof r?.on !== "function" || typeof r?.terminate !== "function") return undefined;
-  let alive = true;
-  r.on("pong", () => (alive = true));
-  const stop = ticker.add(() => {
-    if (!alive) {
-      stop();
-      return r.terminate();
-    }
-    alive = false;
-    try {
-      r.ping();
-    } catch { /* closing */ }
-  });
-  return stop;
 }

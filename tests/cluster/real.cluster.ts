@@ -358,8 +358,8 @@ describe("real kube-apiserver: the service, two replicas, one resume token", () 
     const adapter = await loadAdapter();
     const replicas = await Promise.all([0, 1].map(async () => {
       const apps = new AppK8sClient({ client: await t.client(), namespace: ns });
-      const api = createApp({ client: apps, upgradeWebSocket: adapter.upgradeWebSocket, clientAddress: adapter.clientAddress });
-      const server = await adapter.listen(api.app, { port: 0, hostname: "127.0.0.1", maxPayloadBytes: 1 << 16, pingSeconds: 30 });
+      const api = createApp({ client: apps, runtime: adapter });
+      const server = await adapter.listen(api.app.fetch, { port: 0, hostname: "127.0.0.1" });
       await apps.startWatching();
       return { apps, api, server };
     }));
@@ -437,8 +437,8 @@ describe("real kube-apiserver: Flyte's AppService over Connect", () => {
     await t.ensureNamespace(ns);
     const adapter = await loadAdapter();
     const apps = new AppK8sClient({ client: await t.client(), namespace: ns });
-    const api = createApp({ client: apps, upgradeWebSocket: adapter.upgradeWebSocket, clientAddress: adapter.clientAddress });
-    const server = await adapter.listen(api.app, { port: 0, hostname: "127.0.0.1", maxPayloadBytes: 1 << 16, pingSeconds: 30 });
+    const api = createApp({ client: apps, runtime: adapter });
+    const server = await adapter.listen(api.app.fetch, { port: 0, hostname: "127.0.0.1" });
     await apps.startWatching();
     const mk = async (app: string) => {
       const name = KServiceName({ project: "cp", domain: "dev", name: app });

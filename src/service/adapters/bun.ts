@@ -1,45 +1,92 @@
 /**
- * Bun: `Bun.serve` with `hono/bun`'s WebSocket handler. Bun gets `app.fetch`
- * itself (hono/bun reads the server from the fetch's 2nd argument). Bun pings
- * and closes idle peers (`sendPings`, `idleTimeout`); `send()` results are
- * checked by the service, so its silent drop past `backpressureLimit` never
- * goes unnoticed.
+ * Bun: `Bun.serve` with `hono/bun`'s WebSocket handler. Bun gets the fetch handler itself
+ * (hono/bun reads the server from the fetch's 2nd argument). Bun pings and closes idle peers
+ * (`sendPings`, `idleTimeout`). `send()` says what it did (bytes sent, -1 queued under
+ * backpressure, 0 dropped past `backpressureLimit`), so a dropped frame never goes unnoticed, and
+ * the server's `drain` callback is the sink's drain signal.
  * @module
  */
 import { getConnInfo, upgradeWebSocket, websocket } from "hono/bun";
-import type { UpgradeWebSocket } from "hono/ws";
-import { type ServerAdapter, urlHost } from "./types.ts";
+import type { UpgradeWebSocket, WSContext } from "hono/ws";
+import { type AdapterOptions, type ServerAdapter, type SocketSink, urlHost } from "./types.ts";
+
+/** What the adapter uses of Bun's `ServerWebSocket`. */
+interface BunSocket {
+  readonly readyState: number;
+  send(data: string): number;
+  getBufferedAmount(): number;
+}
 
 /** The Bun adapter. */
-export const adapter: ServerAdapter = {
-  runtime: "bun",
-  upgradeWebSocket: upgradeWebSocket as UpgradeWebSocket<unknown>,
-  clientAddress: (c) => getConnInfo(c).remote.address,
-  listen(app, { port, hostname, maxPayloadBytes, pingSeconds }) {
-    // deno-lint-ignore no-explicit-any
-    const Bun = (globalThis as any).Bun;
-    const server = Bun.serve({
-      port,
-      hostname,
-      fetch: app.fetch,
-      idleTimeout: 0, // SSE streams are long-lived; WebSockets have their own idle handling
-      websocket: {
-        ...websocket,
-        maxPayloadLength: maxPayloadBytes,
-        backpressureLimit: 16 << 20,
-        closeOnBackpressureLimit: false,
-        // Bun pings an idle peer and closes it when nothing (not even a pong) arrives for idleTimeout s.
-        idleTimeout: Math.min(960, Math.max(2, Math.round(pingSeconds * 2))),
-        sendPings: true,
+export function createAdapter({ maxPayloadBytes, pingSeconds }: Required<AdapterOptions>): ServerAdapter {
+  // Sockets waiting for Bun's drain (or close) callback, per socket.
+  const waiting = new WeakMap<object, Set<() => void>>();
+  const wake = (raw: object) => {
+    const set = waiting.get(raw);
+    waiting.delete(raw);
+    for (const fn of set ?? []) fn();
+  };
+  const socket = (ws: WSContext<unknown>): SocketSink => {
+    const raw = ws.raw as BunSocket;
+    const open = () => raw.readyState === 1;
+    return {
+      send: (text) => (!open() ? "closed" : raw.send(text) === 0 ? "dropped" : "ok"),
+      bufferedAmount: () => raw.getBufferedAmount(),
+      drained(below, signal) {
+        return new Promise<void>((resolve) => {
+          const check = () => {
+            if (raw.getBufferedAmount() <= below || !open() || signal.aborted) {
+              signal.removeEventListener("abort", check);
+              return resolve();
+            }
+            let set = waiting.get(raw);
+            if (!set) waiting.set(raw, (set = new Set()));
+            set.add(check);
+          };
+          signal.addEventListener("abort", check, { once: true });
+          check();
+        });
       },
-    });
-    const actual: number = server.port;
-    return Promise.resolve({
-      url: `http://${urlHost(hostname)}:${actual}`,
-      port: actual,
-      close: async () => {
-        await server.stop(true);
-      },
-    });
-  },
-};
+    };
+  };
+  return {
+    runtime: "bun",
+    upgradeWebSocket: upgradeWebSocket as UpgradeWebSocket<unknown>,
+    clientAddress: (c) => getConnInfo(c).remote.address,
+    socket,
+    keepAlive: () => undefined,
+    listen(fetch, { port, hostname }) {
+      // deno-lint-ignore no-explicit-any
+      const Bun = (globalThis as any).Bun;
+      const server = Bun.serve({
+        port,
+        hostname,
+        fetch,
+        idleTimeout: 0, // SSE streams are long-lived; WebSockets have their own idle handling
+        websocket: {
+          ...websocket,
+          close(ws: object, code: number, reason: string) {
+            wake(ws);
+            // deno-lint-ignore no-explicit-any
+            (websocket.close as any)(ws, code, reason);
+          },
+          drain: wake,
+          maxPayloadLength: maxPayloadBytes,
+          backpressureLimit: 16 << 20,
+          closeOnBackpressureLimit: false,
+          // Bun pings an idle peer and closes it when nothing (not even a pong) arrives for idleTimeout s.
+          idleTimeout: Math.min(960, Math.max(2, Math.round(pingSeconds * 2))),
+          sendPings: true,
+        },
+      });
+      const actual: number = server.port;
+      return Promise.resolve({
+        url: `http://${urlHost(hostname)}:${actual}`,
+        port: actual,
+        close: async () => {
+          await server.stop(true);
+        },
+      });
+    },
+  };
+}

@@ -1,6 +1,7 @@
 /**
  * Node: `@hono/node-server` 2.x with a `ws` WebSocketServer in `noServer`
- * mode. Node's `ws` does not ping by itself; the service does (see app.ts).
+ * mode. Node's `ws` does not ping by itself: {@link ServerAdapter.keepAlive} pings from one
+ * {@link Ticker} per adapter; the drain signal is the TCP socket's `drain` event.
  *
  * Node hands every request with `Upgrade` and `Connection: Upgrade` to the `upgrade` event, not to
  * the request handler, and node-server answers only WebSocket upgrades there — with a bare status
@@ -17,7 +18,8 @@ import { serve, upgradeWebSocket as nodeUpgradeWebSocket } from "@hono/node-serv
 import { getConnInfo } from "@hono/node-server/conninfo";
 import { type UpgradeWebSocket, WSContext } from "hono/ws";
 import { WebSocketServer } from "ws";
-import { type ServerAdapter, urlHost } from "./types.ts";
+import { Ticker } from "../ticker.ts";
+import { type AdapterOptions, type ServerAdapter, type SocketSink, urlHost } from "./types.ts";
 
 /** Set on a request's env once node-server has taken its socket for a WebSocket. */
 const UPGRADING = Symbol("appwatch.upgrading");
@@ -60,53 +62,62 @@ const upgradeWebSocket = ((createEvents: (c: unknown) => Events | Promise<Events
 }) as unknown as UpgradeWebSocket<unknown>;
 
 /** The Node adapter. */
-export const adapter: ServerAdapter = {
-  runtime: "node",
-  upgradeWebSocket,
-  clientAddress: (c) => getConnInfo(c).remote.address,
-  listen(app, { port, hostname, maxPayloadBytes }) {
-    const wss = new WebSocketServer({ noServer: true, maxPayload: maxPayloadBytes });
-    return new Promise((resolve, reject) => {
-      const fetch = async (req: Request, env: Env) => {
-        const own = withMethod(req, env?.incoming?.method);
-        const res = own ? await app.fetch(own, env) : new Response("404 Not Found", { status: 404, headers: { "content-type": "text/plain; charset=UTF-8" } });
-        const socket = env?.incoming?.socket;
-        // From the `upgrade` event (no `outgoing`) and not a WebSocket: node-server would not answer it whole.
-        if (env && env.outgoing === undefined && !env[UPGRADING] && socket && !socket.destroyed) await writeResponse(socket, res);
-        return res;
-      };
-      // Header deadline: Node's default is 60 s, checked every 30 s (a half-sent request lived ~90 s).
-      const serverOptions = { headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1000 };
-      const server = serve({ fetch, port, hostname, serverOptions, websocket: { server: wss } }, (info) => {
-        resolve({
-          url: `http://${urlHost(hostname)}:${info.port}`,
-          port: info.port,
-          close: () =>
-            new Promise<void>((done) => {
-              for (const client of wss.clients) client.terminate();
-              wss.close();
-              // deno-lint-ignore no-explicit-any
-              (server as any).closeAllConnections?.();
-              server.close(() => done());
-            }),
+export function createAdapter({ maxPayloadBytes }: Required<AdapterOptions>): ServerAdapter {
+  const tickers = new Map<number, Ticker>(); // one per ping period, this adapter's own
+  return {
+    runtime: "node",
+    upgradeWebSocket,
+    clientAddress: (c) => getConnInfo(c).remote.address,
+    socket: (ws) => nodeSocket(ws.raw as WsSocket),
+    keepAlive(ws, everyMs) {
+      let ticker = tickers.get(everyMs);
+      if (!ticker) tickers.set(everyMs, (ticker = new Ticker(everyMs)));
+      return keepAlive(ws.raw as WsSocket, ticker);
+    },
+    listen(handler, { port, hostname }) {
+      const wss = new WebSocketServer({ noServer: true, maxPayload: maxPayloadBytes });
+      return new Promise((resolve, reject) => {
+        const fetch = async (req: Request, env: Env) => {
+          const own = withMethod(req, env?.incoming?.method);
+          const res = own ? await handler(own, env) : new Response("404 Not Found", { status: 404, headers: { "content-type": "text/plain; charset=UTF-8" } });
+          const socket = env?.incoming?.socket;
+          // From the `upgrade` event (no `outgoing`) and not a WebSocket: node-server would not answer it whole.
+          if (env && env.outgoing === undefined && !env[UPGRADING] && socket && !socket.destroyed) await writeResponse(socket, res);
+          return res;
+        };
+        // Header deadline: Node's default is 60 s, checked every 30 s (a half-sent request lived ~90 s).
+        const serverOptions = { headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1000 };
+        const server = serve({ fetch, port, hostname, serverOptions, websocket: { server: wss } }, (info) => {
+          resolve({
+            url: `http://${urlHost(hostname)}:${info.port}`,
+            port: info.port,
+            close: () =>
+              new Promise<void>((done) => {
+                for (const client of wss.clients) client.terminate();
+                wss.close();
+                // deno-lint-ignore no-explicit-any
+                (server as any).closeAllConnections?.();
+                server.close(() => done());
+              }),
+          });
+        });
+        server.once("error", reject);
+        // Upgrades other than WebSocket (h2c, …): node-server ignores them; answer as a plain request.
+        server.on("upgrade", (incoming: IncomingMessage, socket: Duplex) => {
+          if (incoming.headers.upgrade?.toLowerCase() === "websocket") return;
+          socket.on("error", () => {});
+          const headers = new Headers();
+          for (const [k, v] of Object.entries(incoming.headers)) {
+            if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(", ") : v);
+          }
+          const url = `http://${incoming.headers.host ?? "localhost"}${incoming.url ?? "/"}`;
+          Promise.resolve(handler(new Request(url, { method: incoming.method ?? "GET", headers }), { incoming }))
+            .then((res) => writeResponse(socket, res), () => socket.destroy());
         });
       });
-      server.once("error", reject);
-      // Upgrades other than WebSocket (h2c, …): node-server ignores them; answer as a plain request.
-      server.on("upgrade", (incoming: IncomingMessage, socket: Duplex) => {
-        if (incoming.headers.upgrade?.toLowerCase() === "websocket") return;
-        socket.on("error", () => {});
-        const headers = new Headers();
-        for (const [k, v] of Object.entries(incoming.headers)) {
-          if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(", ") : v);
-        }
-        const url = `http://${incoming.headers.host ?? "localhost"}${incoming.url ?? "/"}`;
-        Promise.resolve(app.fetch(new Request(url, { method: incoming.method ?? "GET", headers }), { incoming }))
-          .then((res) => writeResponse(socket, res), () => socket.destroy());
-      });
-    });
-  },
-};
+    },
+  };
+}
 
 /**
  * The request with the method the client sent: node-server builds every upgrade request as a GET,
@@ -135,4 +146,67 @@ async function writeResponse(socket: Duplex, res: Response): Promise<void> {
   lines.push(`content-length: ${body.byteLength}`, "connection: close", "", "");
   // node-server's own bare refusal, written after this, fails harmlessly (write after end; it ignores socket errors).
   socket.end(Buffer.concat([Buffer.from(lines.join("\r\n")), body]));
+}
+
+/** What the adapter uses of a `ws` WebSocket. */
+interface WsSocket {
+  readonly readyState: number;
+  readonly bufferedAmount: number;
+  /** The TCP socket (`ws` keeps it here; undefined once closed). */
+  readonly _socket?: Duplex;
+  send(data: string): void;
+  ping(): void;
+  terminate(): void;
+  on(event: "pong" | "close", fn: () => void): void;
+  once(event: "close", fn: () => void): void;
+  off(event: "close", fn: () => void): void;
+}
+
+function nodeSocket(raw: WsSocket): SocketSink {
+  const open = () => raw.readyState === 1;
+  return {
+    send(text) {
+      if (!open()) return "closed";
+      raw.send(text);
+      return "ok";
+    },
+    bufferedAmount: () => raw.bufferedAmount,
+    drained(below, signal) {
+      return new Promise<void>((resolve) => {
+        const tcp = raw._socket;
+        const check = () => {
+          if (raw.bufferedAmount > below && open() && !signal.aborted) return;
+          tcp?.off("drain", check);
+          raw.off("close", check);
+          signal.removeEventListener("abort", check);
+          resolve();
+        };
+        tcp?.on("drain", check);
+        raw.once("close", check);
+        signal.addEventListener("abort", check);
+        check();
+      });
+    },
+  };
+}
+
+/**
+ * Protocol pings on `ticker`: ping each period and cut a peer that did not answer the previous
+ * ping. Returns the function that stops pinging (also called when the socket closes).
+ */
+export function keepAlive(raw: WsSocket, ticker: Ticker): () => void {
+  let alive = true;
+  raw.on("pong", () => (alive = true));
+  const stop = ticker.add(() => {
+    if (!alive) {
+      stop();
+      return raw.terminate();
+    }
+    alive = false;
+    try {
+      raw.ping();
+    } catch { /* closing */ }
+  });
+  raw.once("close", stop);
+  return stop;
 }

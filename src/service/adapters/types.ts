@@ -1,11 +1,13 @@
 /**
- * What a runtime adapter gives the service: Hono's `upgradeWebSocket` for that
- * runtime, the peer address, and a way to listen. The adapters are the only
- * runtime-specific code of the service; each is a few lines.
+ * What a runtime adapter gives the service: Hono's `upgradeWebSocket` for that runtime, the peer
+ * address, a WebSocket as a sink with backpressure (`socket`), protocol keep-alive (`keepAlive`),
+ * and a way to listen. The adapters are the only runtime-specific code of the service: nothing
+ * else reads `WSContext.raw` or asks which runtime it is on.
  * @module
  */
-import type { Context, Hono } from "hono";
-import type { UpgradeWebSocket } from "hono/ws";
+import type { Context } from "hono";
+import type { UpgradeWebSocket, WSContext } from "hono/ws";
+import { runtimeName, type RuntimeName } from "../../runtime.ts";
 
 /** A listening server. */
 export interface ListeningServer {
@@ -16,35 +18,68 @@ export interface ListeningServer {
   close(): Promise<void>;
 }
 
-/** Listening options. */
+/** A web-standard request handler; `env` is the runtime's second argument (Hono's `app.fetch` takes it). */
+export type FetchHandler = (req: Request, env?: unknown) => Response | Promise<Response>;
+
+/** Where to listen. */
 export interface ListenOptions {
+  /** 0 picks a free port. */
   port: number;
   hostname: string;
+}
+
+/** How an adapter treats WebSockets; fixed when it is created. */
+export interface AdapterOptions {
   /**
    * Hard cap on incoming WebSocket message size enforced by the runtime while frames arrive (Node's
    * `ws` maxPayload, Bun's maxPayloadLength: close 1009). Deno has none: its messages are checked
-   * against our own limit only once whole (app.ts), however large they grew.
+   * against the service's own limit only once whole, however large they grew. Default 64 KiB.
    */
-  maxPayloadBytes: number;
-  /** WebSocket ping period (s): the runtime (Deno, Bun) or the service (Node) closes a peer that stops answering. */
-  pingSeconds: number;
+  maxPayloadBytes?: number;
+  /** WebSocket ping period (s): the runtime (Deno, Bun) or {@link ServerAdapter.keepAlive} (Node) closes a peer that stops answering. Default 30. */
+  pingSeconds?: number;
+}
+
+/** What one `send` did: `dropped` means the runtime discarded the frame (Bun past its backpressure limit). */
+export type SendResult = "ok" | "closed" | "dropped";
+
+/** One open WebSocket as the service writes to it. */
+export interface SocketSink {
+  send(text: string): SendResult;
+  /** Bytes queued in the runtime and not yet written to the network. */
+  bufferedAmount(): number;
+  /**
+   * Resolves once at most `belowBytes` are queued, the socket closed, or `signal` aborted. Node
+   * and Bun wake on their drain event; Deno gives none, so its adapter re-checks every 10 ms.
+   */
+  drained(belowBytes: number, signal: AbortSignal): Promise<void>;
 }
 
 /** One runtime's server plumbing. */
 export interface ServerAdapter {
-  readonly runtime: "deno" | "bun" | "node";
+  readonly runtime: RuntimeName;
   readonly upgradeWebSocket: UpgradeWebSocket<unknown>;
   clientAddress(c: Context): string | undefined;
-  listen(app: Hono, options: ListenOptions): Promise<ListeningServer>;
+  /** `ws` (from this adapter's `upgradeWebSocket`) as a sink. */
+  socket(ws: WSContext<unknown>): SocketSink;
+  /**
+   * Protocol pings every `everyMs` where the runtime sends none (Node's `ws`): a peer that missed
+   * the previous ping is cut. Returns how to stop, or undefined where the runtime pings by itself.
+   */
+  keepAlive(ws: WSContext<unknown>, everyMs: number): (() => void) | undefined;
+  listen(fetch: FetchHandler, options: ListenOptions): Promise<ListeningServer>;
 }
 
-/** Loads the adapter of the runtime we are on (only that runtime's modules are imported). */
-export async function loadAdapter(): Promise<ServerAdapter> {
-  // deno-lint-ignore no-explicit-any
-  const g = globalThis as any;
-  const name = g.Deno?.version?.deno ? "deno" : g.Bun ? "bun" : "node";
-  const mod = await import(`./${name}.ts`) as { adapter: ServerAdapter };
-  return mod.adapter;
+/** Defaults of {@link AdapterOptions}. */
+export const ADAPTER_DEFAULTS: Required<AdapterOptions> = { maxPayloadBytes: 64 * 1024, pingSeconds: 30 };
+
+/**
+ * Creates the adapter of the runtime we are on (only that runtime's modules are imported). Each
+ * call gives an adapter of its own: no state is shared between two servers.
+ */
+export async function loadAdapter(options: AdapterOptions = {}): Promise<ServerAdapter> {
+  const mod = await import(`./${runtimeName()}.ts`) as { createAdapter(options: Required<AdapterOptions>): ServerAdapter };
+  return mod.createAdapter({ ...ADAPTER_DEFAULTS, ...options });
 }
 
 /** `host` as it goes into a URL. */
@@ -52,3 +87,6 @@ export function urlHost(hostname: string): string {
   const h = hostname === "0.0.0.0" ? "127.0.0.1" : hostname === "::" ? "[::1]" : hostname;
   return h.includes(":") && !h.startsWith("[") ? `[${h}]` : h;
 }
+
+/** How often the Deno sink re-checks its buffer (Deno's WebSocket has no drain event). */
+export const DRAIN_POLL_MS = 10;
