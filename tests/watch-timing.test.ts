@@ -3,12 +3,18 @@
  * (a `fetch` the test answers by hand): idle timeout, connect timeout,
  * backoff growth, cap and reset, short-watch detection, and health. No test
  * here waits for real time: each step waits for a signal (a request arrived,
- * a timer was set, an event was yielded) and moves the clock itself.
+ * a timer was set, an event was yielded) and moves the clock itself. The
+ * service's own timing (catch-up deadline, heartbeats) runs on the same clock.
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { AppK8sClient } from "../src/flyte/app-client.ts";
+import { AppHub } from "../src/flyte/hub.ts";
+import { encodeToken } from "../src/flyte/journal.ts";
 import { KubeClient } from "../src/kube/client.ts";
-import { createLogger } from "../src/log.ts";
+import { createLogger, silentLogger } from "../src/log.ts";
+import { startSandbox } from "../src/sandbox/mod.ts";
+import { createApp } from "../src/service/app.ts";
 import { Backoff } from "../src/watch/backoff.ts";
 import { VirtualClock } from "../src/watch/clock.ts";
 import { createWatcher } from "../src/watch/group.ts";
@@ -423,3 +429,69 @@ describe("readiness and recovery", () => {
     assert.ok(Math.max(...atCap) - Math.min(...atCap) > 2_000, `spread ${Math.max(...atCap) - Math.min(...atCap)} ms`);
   });
 });
+
+describe("the service's timing rules on a virtual clock", () => {
+  test("catch-up: a token from a replica ahead is waited for until the journal covers it, or exactly catchUpMs", async () => {
+    const clock = new VirtualClock();
+    const hub = new AppHub({ policy: "coalesce", bufferSize: 10, resumeWindow: 10, logger: silentLogger, metrics: hubMetrics(), clock });
+    hub.synced({ flyte: "10" });
+    const ahead = encodeToken({ flyte: "20" });
+    const caught = hub.catchUp(ahead, 2_000);
+    const timer = await within(clock.next("catch-up"), "the catch-up deadline to be set");
+    assert.equal(timer.delay, 2_000);
+    hub.advance("flyte", "15");
+    clock.advance(1_000);
+    hub.advance("flyte", "20"); // the journal moved past the token: woken at once, before the deadline
+    assert.equal(await within(caught, "catch-up to resolve"), true);
+    assert.equal(clock.pending("catch-up").length, 0, "the deadline is cleared");
+
+    const never = hub.catchUp(encodeToken({ flyte: "99" }), 2_000);
+    let settled = false;
+    never.then(() => (settled = true));
+    clock.advance(1_999);
+    await Promise.resolve();
+    assert.equal(settled, false, "still waiting 1 ms before the deadline");
+    clock.advance(1);
+    assert.equal(await within(never, "catch-up to give up"), false);
+  });
+
+  test("heartbeats: a stream gets one per heartbeat period of the service's clock, and none once it is closed", async () => {
+    const sb = await startSandbox({ bookmarkIntervalMs: 0 });
+    const apps = new AppK8sClient({ client: new KubeClient({ server: sb.url }), namespace: "flyte", replicas: false });
+    const clock = new VirtualClock();
+    try {
+      await apps.startWatching();
+      const api = createApp({ client: apps, clock, limits: { heartbeatMs: 15_000 } });
+      const res = await api.app.fetch(new Request("http://x/v1/watch?snapshot=false", { headers: { accept: "text/event-stream" } }));
+      assert.equal(res.status, 200);
+      const reader = res.body!.getReader();
+      let text = "";
+      const next = async (what: string) => {
+        while (!text.includes(`event: ${what}`) || !text.endsWith("\n\n")) {
+          const { value, done } = await within(reader.read(), `an SSE ${what} record (so far: ${JSON.stringify(text)})`);
+          if (done) throw new Error(`the stream ended before ${what}`);
+          text += new TextDecoder().decode(value);
+        }
+      };
+      await next("start"); // live: no snapshot, so no synced marker
+      assert.equal(text.includes("event: heartbeat"), false, "no heartbeat before a period has passed");
+      clock.advance(14_999);
+      assert.equal(text.includes("event: heartbeat"), false);
+      clock.advance(1);
+      await next("heartbeat");
+      assert.equal(text.split("event: heartbeat").length - 1, 1, "one heartbeat in one period");
+      assert.equal(api.heartbeatStats().running, true);
+      await reader.cancel();
+      await within(api.whenClosed(60_000), "the stream to close");
+      assert.deepEqual({ callbacks: api.heartbeatStats().callbacks, running: api.heartbeatStats().running }, { callbacks: 0, running: false });
+      assert.equal(clock.pending("tick").length, 0, "no heartbeat timer once no stream is open");
+    } finally {
+      await apps.stopWatching();
+      await sb.close();
+    }
+  });
+});
+
+function hubMetrics() {
+  return { events: { create: 0, update: 0, delete: 0 }, unchanged: 0, subscribers: 0, starts: { snapshot: 0, resumed: 0, live: 0, resumeFailed: 0 } };
+}
