@@ -145,7 +145,9 @@ export interface StreamState {
   /** The transport counts the stream down once its body is drained (else the handler does, when it returns). */
   drainTracked: boolean;
 }
-const streamStateKey = createContextKey<StreamState>({ opened: false, drainTracked: false }, { description: "stream state" });
+// No shared default object: every request gets a StreamState of its own (contextValues), so no
+// request can mark another's state (a default object would be module-level mutable state).
+const streamStateKey = createContextKey<StreamState | undefined>(undefined, { description: "stream state" });
 
 /**
  * `body`, calling `done` once the server has taken its last chunk (or the client went away):
@@ -344,7 +346,7 @@ export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServ
       streams.add(stop);
       metrics.connectStreams++;
       const state = ctx.values.get(streamStateKey);
-      state.opened = true;
+      if (state) state.opened = true;
       const onGone = () => stop.abort();
       ctx.signal.addEventListener("abort", onGone, { once: true });
       const sink = new ConnectSink();
@@ -381,7 +383,7 @@ export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServ
         stop.abort();
         await run;
         streams.delete(stop);
-        if (!state.drainTracked) metrics.connectStreams--;
+        if (!state?.drainTracked) metrics.connectStreams--;
       }
     },
 
@@ -402,7 +404,7 @@ export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServ
     },
     contextValues(clientAddress, drainTracked) {
       const values = createContextValues().set(clientAddressKey, clientAddress);
-      return drainTracked ? values.set(streamStateKey, drainTracked) : values;
+      return values.set(streamStateKey, drainTracked ?? { opened: false, drainTracked: false });
     },
     close(reason) {
       closing = reason;
