@@ -1,7 +1,7 @@
 /**
- * One process-wide timer per period for the per-connection periodic work
- * (WebSocket protocol pings on Node, SSE/WebSocket heartbeat frames) instead
- * of one `setInterval` per connection.
+ * One timer per period for the per-connection periodic work (WebSocket
+ * protocol pings on Node, SSE/WebSocket heartbeat frames) instead of one
+ * `setInterval` per connection.
  *
  * A {@link Ticker} spreads its callbacks over `slots` groups (each new callback
  * goes to the least-filled group) and its single interval runs one group every
