@@ -117,6 +117,38 @@ describe("multi-namespace merge", () => {
     }
   });
 
+  test("one store, read-only to others: each event's object is the store's own (no copy), written before the event is yielded", async () => {
+    const sb = await startSandbox({ bookmarkIntervalMs: 0 });
+    const client = new KubeClient({ server: sb.url });
+    const ksvc = (ns: string, name: string) => ({ apiVersion: "serving.knative.dev/v1", kind: "Service", metadata: { name, namespace: ns }, spec: {} });
+    sb.sandbox.create("services", ksvc("a", "one"));
+    for (const namespaces of [["a"], ["a", "b"]]) {
+      const w = createWatcher({ client, resource: KNATIVE_SERVICES, namespaces });
+      const stop = new AbortController();
+      try {
+        assert.equal(Object.isFrozen(w.store), true, "the view cannot be extended");
+        assert.equal("set" in w.store || "delete" in w.store, false, "the view has no writes");
+        const checked: string[] = [];
+        for await (const e of w.run(stop.signal)) {
+          if (e.type === "synced") {
+            if (checked.length === 1) sb.sandbox.create("services", ksvc(namespaces.at(-1)!, "two"));
+            continue;
+          }
+          const key = `${e.object.metadata.namespace}/${e.object.metadata.name}`;
+          assert.equal(w.store.get(key), e.object, `${namespaces.length} namespace(s): ${key} is the store's own object`);
+          checked.push(key);
+          if (checked.length === 2) break;
+        }
+        assert.deepEqual(checked, ["a/one", `${namespaces.at(-1)}/two`]);
+        assert.equal(w.store.size, 2);
+        sb.sandbox.delete("services", namespaces.at(-1)!, "two");
+      } finally {
+        stop.abort();
+      }
+    }
+    await sb.close();
+  });
+
   test("a quiet namespace: 200,000 events through a busy one add no promise reactions and no heap", async () => {
     const N = 200_000;
     CountingPromise.calls = 0;

@@ -112,6 +112,7 @@ export class AppK8sClient {
       config: this.config,
       logger: this.#log,
       replicas: (revision) => this.#replicas?.get(revision),
+      kservice: (key) => this.#watcher?.store.get(key),
       onConversionError: () => this.metrics.conversionErrors++,
     });
   }

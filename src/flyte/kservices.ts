@@ -35,8 +35,8 @@ export function revisionOf(ksvc: KubeObject): string {
   return typeof rev === "string" && rev !== "" ? `${ksvc.metadata.namespace ?? ""}/${rev}` : "";
 }
 
+/** What is derived from one KService (the object itself stays in the watcher's store). */
 interface Converted {
-  ksvc: KubeObject;
   /** Undefined when the KService is not an app (no or a malformed app-id). */
   app?: App;
   appKey?: string;
@@ -50,6 +50,11 @@ export interface KServiceAppsOptions {
   logger: Logger;
   /** `actualReplicas` of a Revision (`namespace/name`), when known. */
   replicas(revision: string): number | undefined;
+  /**
+   * The KService under `namespace/name` in the watcher's store (written before each event reaches
+   * {@link KServiceApps.apply}): the one place the objects are held.
+   */
+  kservice(key: string): KubeObject | undefined;
   /** Counts conversion failures. */
   onConversionError(): void;
 }
@@ -92,7 +97,7 @@ export class KServiceApps {
     const prev = this.#byKsvc.get(key);
     let next: Converted | undefined;
     if (ksvc) {
-      next = { ksvc, revision: revisionOf(ksvc) };
+      next = { revision: revisionOf(ksvc) };
       try {
         next.app = kserviceToApp(ksvc, this.#o.config, { currentReplicas: next.revision ? this.#o.replicas(next.revision) : undefined, logger: this.#o.logger });
         next.appKey = appKey(next.app.metadata?.id);
@@ -126,8 +131,8 @@ export class KServiceApps {
     const keys = this.#byRevision.get(revision);
     if (!keys) return;
     for (const key of [...keys]) {
-      const k = this.#byKsvc.get(key);
-      if (k) this.apply(key, k.ksvc, stream);
+      const ksvc = this.#byKsvc.has(key) ? this.#o.kservice(key) : undefined;
+      if (ksvc) this.apply(key, ksvc, stream);
     }
   }
 
@@ -158,8 +163,9 @@ export class KServiceApps {
     }
     const ranked = [...claimants].map((key) => {
       const k = this.#byKsvc.get(key)!;
-      const named = k.app?.metadata?.id && k.ksvc.metadata.name === KServiceName(k.app.metadata.id) ? 0 : 1;
-      return { key, named, created: k.ksvc.metadata.creationTimestamp ?? "\uffff" };
+      const meta = this.#o.kservice(key)?.metadata;
+      const named = k.app?.metadata?.id && meta?.name === KServiceName(k.app.metadata.id) ? 0 : 1;
+      return { key, named, created: meta?.creationTimestamp ?? "\uffff" };
     }).sort((a, b) => a.named - b.named || (a.created < b.created ? -1 : a.created > b.created ? 1 : 0) || (a.key < b.key ? -1 : 1));
     const text = ranked.map((r) => r.key).join(",");
     if (this.#reported.get(id) !== text) {

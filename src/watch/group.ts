@@ -8,7 +8,7 @@ import { newReflectorMetrics, type ReflectorMetrics } from "./metrics.ts";
 import { mux } from "./mux.ts";
 import { Reflector, type ReflectorHealth, type ReflectorOptions } from "./reflector.ts";
 import { compareResourceVersions } from "./resource-version.ts";
-import { ObjectStore, type StoreSnapshot } from "./store.ts";
+import { ObjectStore, type StoreReader, type StoreSnapshot } from "./store.ts";
 import { type KubeObject, objectKey, type ReflectorEvent } from "./types.ts";
 
 /** What every watcher offers: the event stream, a consistent snapshot, and counters. */
@@ -17,6 +17,11 @@ export interface ObjectWatcher<T extends KubeObject = KubeObject> {
   run(signal?: AbortSignal): AsyncGenerator<ReflectorEvent<T>, void, undefined>;
   /** The objects as of the last event yielded. */
   snapshot(): StoreSnapshot<T>;
+  /**
+   * The one store of the objects as of the last event yielded, read-only (a single namespace: its
+   * reflector's store; several: the merge's). Written before each event is yielded.
+   */
+  readonly store: StoreReader<T>;
   /** True once every watched scope has completed its initial sync. */
   readonly synced: boolean;
   /** Counters (summed over namespaces). */
@@ -39,6 +44,7 @@ export function createWatcher<T extends KubeObject>(options: WatcherOptions<T>):
     return {
       run: (signal) => r.run(signal),
       snapshot: () => r.snapshot(),
+      store: r.store.reader,
       get synced() {
         return r.synced;
       },
@@ -67,6 +73,10 @@ export class ReflectorGroup<T extends KubeObject = KubeObject, R extends GroupMe
 
   get synced(): boolean {
     return this.#store.synced;
+  }
+
+  get store(): StoreReader<T> {
+    return this.#store.reader;
   }
 
   snapshot(): StoreSnapshot<T> {

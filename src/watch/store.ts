@@ -1,7 +1,10 @@
 /**
  * The reflector's cache: the current objects keyed by `namespace/name`, the
  * resourceVersion they are current as of, and whether a complete snapshot
- * has been loaded.
+ * has been loaded. As kube-rs's `store()` gives a `(Store, Writer)` pair, an
+ * {@link ObjectStore} is the writer (only its watcher writes) and its
+ * {@link ObjectStore.reader} the read-only view others share: the app layer
+ * reads KServices from the watcher's store instead of keeping copies.
  * @module
  */
 import { type KubeObject, objectKey } from "./types.ts";
@@ -16,11 +19,41 @@ export interface StoreSnapshot<T extends KubeObject> {
   synced: boolean;
 }
 
-/** Objects keyed by `namespace/name`. Only the reflector writes to it. */
+/** A read-only view of an {@link ObjectStore}. */
+export interface StoreReader<T extends KubeObject = KubeObject> {
+  /** The object stored under `namespace/name` (or `name`). */
+  get(key: string): T | undefined;
+  has(key: string): boolean;
+  readonly size: number;
+  readonly resourceVersion: string;
+  readonly synced: boolean;
+  /** A copy of the current state, sorted by key. */
+  snapshot(): StoreSnapshot<T>;
+}
+
+/** Objects keyed by `namespace/name`. Only the reflector (or the namespace merge) writes to it. */
 export class ObjectStore<T extends KubeObject = KubeObject> {
   readonly #items = new Map<string, T>();
   #resourceVersion = "";
   #synced = false;
+  /** The read-only view to hand out (it cannot be cast back to a writer). */
+  readonly reader: StoreReader<T> = (() => {
+    const store = this;
+    return Object.freeze({
+      get: (key: string) => store.get(key),
+      has: (key: string) => store.has(key),
+      get size() {
+        return store.size;
+      },
+      get resourceVersion() {
+        return store.resourceVersion;
+      },
+      get synced() {
+        return store.synced;
+      },
+      snapshot: () => store.snapshot(),
+    });
+  })();
 
   /** The object stored under `namespace/name` (or `name`). */
   get(key: string): T | undefined {
