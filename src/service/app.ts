@@ -8,33 +8,24 @@
  * @module
  */
 import { type Context, Hono, type MiddlewareHandler } from "hono";
-import type { WSContext } from "hono/ws";
 import { type AppK8sClient, AppNotFoundError, InvalidPageTokenError, type SubscribeTarget } from "../flyte/app-client.ts";
 import type { App } from "../flyte/model.ts";
 import { KubeApiError } from "../kube/status.ts";
 import { type Logger, silentLogger } from "../log.ts";
-import { type BearerAuth, createBearerAuth } from "./auth.ts";
-import { frameOf, pongFrame } from "./frames.ts";
-import { type BuildInfo, ServiceMetrics } from "./metrics.ts";
-import { ClientMessageSchema, GetAppParamsSchema, issuesOf, ListQuerySchema, parseQuery, type WatchQuery, WatchQuerySchema } from "./schemas.ts";
-import { APP_SERVICE_METHODS, APP_SERVICE_PATH, type AppServiceHandlers, createAppServiceHandlers, mountConnect } from "./connect.ts";
-import { isRefusal, type SessionItem, type Slot, type StreamRequest, StreamSessions, type StreamSink } from "./session.ts";
-import { unrefTimer } from "../runtime.ts";
 import { type Clock, realClock } from "../watch/clock.ts";
-import type { ServerAdapter, SocketSink } from "./adapters/types.ts";
-import type { TickerStats } from "./ticker.ts";
+import { type BearerAuth, createBearerAuth } from "./auth.ts";
 import { mountBoard } from "./board/route.ts";
+import { APP_SERVICE_METHODS, APP_SERVICE_PATH, type AppServiceHandlers, createAppServiceHandlers, mountConnect } from "./connect.ts";
+import { errorResponse } from "./errors.ts";
+import { type BuildInfo, ServiceMetrics } from "./metrics.ts";
+import { GetAppParamsSchema, issuesOf, ListQuerySchema, parseQuery, type WatchQuery, WatchQuerySchema } from "./schemas.ts";
+import { isRefusal, type StreamRequest, StreamSessions } from "./session.ts";
+import type { TickerStats } from "./ticker.ts";
 import * as v from "valibot";
+import { type AppRuntime, badHandshake, CLOSE, OpenStreams, sseStream, webSocketStream } from "./transports.ts";
 
-/** WebSocket close codes appwatch uses (RFC 6455 §7.4). */
-export const CLOSE = {
-  normal: 1000,
-  goingAway: 1001, // server shutting down
-  policy: 1008, // bad client message
-  tooBig: 1009, // client message over the size limit
-  internal: 1011,
-  tryAgainLater: 1013, // slow consumer (disconnect policy) or a frame the runtime dropped
-} as const;
+export { CLOSE } from "./transports.ts";
+export type { AppRuntime } from "./transports.ts";
 
 /** Limits and safety settings of the API. */
 export interface ApiLimits {
@@ -51,9 +42,6 @@ export interface ApiLimits {
   /** Wait for a resume token from a replica ahead of this one. Default 2 s. */
   catchUpMs: number;
 }
-
-/** What the app uses of a runtime adapter (`loadAdapter()` gives all of it). */
-export type AppRuntime = Pick<ServerAdapter, "upgradeWebSocket" | "clientAddress" | "socket" | "keepAlive">;
 
 /** Options of {@link createApp}. */
 export interface CreateAppOptions {
@@ -95,20 +83,6 @@ const DEFAULT_LIMITS: ApiLimits = {
   catchUpMs: 2_000,
 };
 
-type ErrorCode =
-  | "invalid_argument"
-  | "not_found"
-  | "unauthenticated"
-  | "permission_denied"
-  | "resource_exhausted"
-  | "unavailable"
-  | "internal"
-  | "failed_precondition";
-
-function errorResponse(c: Context, status: number, code: ErrorCode, message: string, extra: Record<string, unknown> = {}): Response {
-  return c.json({ code, message, ...extra }, status as 400);
-}
-
 /** Route label for metrics (bounded cardinality). */
 function routeOf(path: string): string {
   if (path === "/v1/watch" || path === "/v1/apps" || path === "/healthz" || path === "/readyz" || path === "/metrics") return path;
@@ -143,18 +117,12 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
   const metrics = new ServiceMetrics(options.build ?? { version: "dev", runtime: "unknown", runtimeVersion: "" });
   const auth: BearerAuth | undefined = options.authTokens?.length ? createBearerAuth(options.authTokens) : undefined;
   const origins = options.allowedOrigins?.length ? new Set(options.allowedOrigins) : undefined;
-  const open = new Set<(code: number, reason: string) => void>();
-  const closedWaiters = new Set<() => void>();
-  /** A stream's transport is gone: wake {@link AppwatchApp.whenClosed} once none is left. */
-  const allClosed = () => open.size === 0 && metrics.connectStreams === 0;
-  const transportClosed = (hook?: (code: number, reason: string) => void) => {
-    if (hook) open.delete(hook);
-    if (allClosed()) for (const w of [...closedWaiters]) w();
-  };
   let closing = false;
   const clock = options.clock ?? realClock;
   const runtime = options.runtime;
   const sessions = new StreamSessions(client, { ...limits, clock }, metrics, log);
+  const streams = new OpenStreams(() => metrics.connectStreams, clock);
+  const transport = { sessions, metrics, log, limits, clock, streams };
 
   const app = new Hono();
 
@@ -197,7 +165,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     sessions,
     maxMessageBytes: limits.maxMessageBytes,
   });
-  mountConnect(app, appService, metrics, runtime ? (c) => runtime.clientAddress(c) : undefined, () => transportClosed());
+  mountConnect(app, appService, metrics, runtime ? (c) => runtime.clientAddress(c) : undefined, () => streams.closed());
 
   mountBoard(app); // the live app board: GET /, /board/* (docs/board.md)
 
@@ -285,208 +253,20 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
       if (slot.status === 503) c.header("Retry-After", "2");
       return errorResponse(c, slot.status, slot.code, slot.message);
     }
-    return wantsSse ? sseResponse(request, slot) : await webSocket(c, next, request, slot);
+    return wantsSse ? sseStream(transport, request, slot) : await webSocketStream({ ...transport, runtime: runtime! }, c, next, request, slot);
   });
-
-  /** A WebSocket stream; `slot` is released when the session ends, or here if it never starts. */
-  async function webSocket(c: Context, next: () => Promise<void>, request: StreamRequest, slot: Slot): Promise<Response> {
-    let started = false;
-    const rt = runtime!;
-    const upgrade = rt.upgradeWebSocket((_c) => {
-      const abort = new AbortController();
-      let stopPing: (() => void) | undefined;
-      let sink: ReturnType<typeof wsSink> | undefined;
-      let closedByServer = false;
-      let gone = false;
-      let opened = false;
-      const closeWith = (ws: WSContext, code: number, reason: string) => {
-        if (closedByServer) return;
-        closedByServer = true;
-        metrics.closed(code);
-        try {
-          ws.close(code, reason);
-        } catch { /* already closed */ }
-        abort.abort();
-      };
-      let shutdownHook: ((code: number, reason: string) => void) | undefined;
-      return {
-        onOpen(_evt, ws) {
-          started = opened = true;
-          metrics.wsConnections++;
-          shutdownHook = (code, reason) => closeWith(ws, code, reason);
-          open.add(shutdownHook);
-          stopPing = rt.keepAlive(ws, limits.pingMs);
-          sink = wsSink(rt.socket(ws), limits.highWaterMark);
-          sessions.run(slot, request, sink, abort.signal).then((end) => {
-            if (end.reason === "lagging") closeWith(ws, CLOSE.tryAgainLater, "slow consumer: resubscribe with a snapshot");
-            else if (end.reason === "dropped") closeWith(ws, CLOSE.tryAgainLater, "send buffer overflow: reconnect with your resume token");
-            else if (!abort.signal.aborted) closeWith(ws, CLOSE.goingAway, "subscription ended");
-          }, (err) => {
-            log.error("stream failed", { error: err instanceof Error ? err.message : String(err) });
-            closeWith(ws, CLOSE.internal, "internal error");
-          });
-        },
-        onMessage(evt, ws) {
-          const data = evt.data;
-          const size = typeof data === "string" ? new TextEncoder().encode(data).byteLength : data instanceof ArrayBuffer ? data.byteLength : (data as Blob).size ?? 0;
-          if (size > limits.maxMessageBytes) return closeWith(ws, CLOSE.tooBig, `message of ${size} bytes is over the ${limits.maxMessageBytes}-byte limit`);
-          if (typeof data !== "string") return closeWith(ws, CLOSE.policy, "binary messages are not accepted; send JSON text");
-          let parsed: unknown;
-          try {
-            parsed = JSON.parse(data);
-          } catch {
-            return closeWith(ws, CLOSE.policy, "message is not JSON");
-          }
-          const msg = v.safeParse(ClientMessageSchema, parsed);
-          if (!msg.success) return closeWith(ws, CLOSE.policy, `unknown message: ${issuesOf(msg.issues).message}`.slice(0, 120));
-          (sink ??= wsSink(rt.socket(ws), limits.highWaterMark)).send({ kind: "pong", id: msg.output.ping.id });
-        },
-        onClose(evt) {
-          // Once only: Deno fires `close` twice when its ping times out.
-          if (gone) return;
-          gone = true;
-          if (!closedByServer) metrics.closed((evt as CloseEvent).code ?? 1005);
-          abort.abort();
-          stopPing?.();
-          if (shutdownHook) transportClosed(shutdownHook);
-          if (opened) metrics.wsConnections--;
-          slot.release(); // the session releases it too; either may come first
-        },
-        onError() {
-          abort.abort();
-        },
-      };
-    });
-    try {
-      const res = await upgrade(c, next);
-      // Bun and Deno answer a failed upgrade at once; Node answers 200 here and 101 later, so its
-      // slot is given back if the socket has not opened by the handshake deadline.
-      if (!res || (res.status !== 101 && res.status !== 200)) slot.release();
-      else if (!started) {
-        const timer = clock.setTimeout(() => started || slot.release(), HANDSHAKE_DEADLINE_MS, "handshake");
-        if (clock === realClock) unrefTimer(timer);
-      }
-      return res ?? errorResponse(c, 400, "invalid_argument", "WebSocket upgrade failed");
-    } catch (err) {
-      slot.release();
-      log.warn("WebSocket upgrade failed", { error: err instanceof Error ? err.message : String(err) });
-      return errorResponse(c, 400, "invalid_argument", "WebSocket upgrade failed");
-    }
-  }
-
-  /** An SSE stream: the session's items as `event:`/`id:`/`data:` records; its pulls are the drain signal. */
-  function sseResponse(request: StreamRequest, slot: Slot): Response {
-    const abort = new AbortController();
-    const encoder = new TextEncoder();
-    let controller!: ReadableStreamDefaultController<Uint8Array>;
-    let ended = false;
-    let pulled: (() => void) | undefined;
-    const end = () => {
-      if (ended) return;
-      ended = true;
-      abort.abort();
-      transportClosed(shutdownHook);
-      metrics.sseConnections--;
-      slot.release();
-      pulled?.();
-      try {
-        controller.close();
-      } catch { /* cancelled */ }
-    };
-    const shutdownHook = (_code: number, _reason: string) => end();
-    const stream = new ReadableStream<Uint8Array>({
-      start(ctl) {
-        controller = ctl;
-        ctl.enqueue(encoder.encode(`retry: 2000\n\n`));
-      },
-      pull() {
-        const wake = pulled;
-        pulled = undefined;
-        wake?.();
-      },
-      cancel() {
-        end();
-      },
-    }, { highWaterMark: limits.highWaterMark, size: (chunk) => chunk.byteLength });
-    const sink: StreamSink = {
-      heartbeats: true,
-      send(item) {
-        if (ended) return "closed";
-        const frame = frameOf(item);
-        const id = frame.token !== undefined ? `id: ${frame.token}\n` : "";
-        try {
-          controller.enqueue(encoder.encode(`event: ${frame.kind}\n${id}data: ${frame.json}\n\n`));
-          return "ok";
-        } catch {
-          return "closed";
-        }
-      },
-      full: () => !ended && (controller.desiredSize ?? 0) <= 0,
-      drained: (signal) =>
-        new Promise<void>((resolve) => {
-          if (ended || signal.aborted || (controller.desiredSize ?? 0) > 0) return resolve();
-          pulled = resolve;
-          signal.addEventListener("abort", () => resolve(), { once: true });
-        }),
-    };
-    metrics.sseConnections++;
-    open.add(shutdownHook);
-    sessions.run(slot, request, sink, abort.signal).then(end, (err) => {
-      log.error("SSE stream failed", { error: err instanceof Error ? err.message : String(err) });
-      end();
-    });
-    return new Response(stream, {
-      headers: {
-        "content-type": "text/event-stream; charset=utf-8",
-        "cache-control": "no-cache, no-transform",
-        "x-accel-buffering": "no",
-      },
-    });
-  }
 
   return {
     app,
     metrics,
     appService,
-    whenClosed(timeoutMs: number) {
-      if (allClosed()) return Promise.resolve();
-      return new Promise<void>((resolve) => {
-        const done = () => {
-          clock.clearTimeout(timer);
-          closedWaiters.delete(done);
-          resolve();
-        };
-        const timer = clock.setTimeout(done, timeoutMs, "close-wait");
-        closedWaiters.add(done);
-      });
-    },
+    whenClosed: (timeoutMs: number) => streams.whenClosed(timeoutMs),
     heartbeatStats: () => sessions.heartbeatStats(),
     closeStreams(code: number = CLOSE.goingAway, reason = "server shutting down") {
       closing = true;
-      for (const close of [...open]) close(code, reason);
+      streams.closeAll(code, reason);
       sessions.close(reason);
       appService.close(reason);
     },
-  };
-}
-
-/** How long a Node upgrade (answered 200 now, 101 later) may take before its slot is given back. */
-const HANDSHAKE_DEADLINE_MS = 10_000;
-/** What is wrong with a WebSocket handshake, in the terms the runtimes refuse it for (RFC 6455 §4.2.1). */
-function badHandshake(c: Context): { message: string; version?: true } | undefined {
-  if ((c.req.header("upgrade") ?? "").toLowerCase() !== "websocket") return { message: `Upgrade must be "websocket"` };
-  const key = c.req.header("sec-websocket-key") ?? "";
-  if (!/^[+/0-9A-Za-z]{22}==$/.test(key)) return { message: "Sec-WebSocket-Key must be 16 bytes in base64" };
-  if (c.req.header("sec-websocket-version") !== "13") return { message: "Sec-WebSocket-Version must be 13", version: true };
-  return undefined;
-}
-
-/** A WebSocket (as its adapter gives it) as a {@link StreamSink}; also sends pongs. */
-function wsSink(socket: SocketSink, highWaterMark: number): StreamSink & { send(item: SessionItem | { kind: "pong"; id: string | undefined }): "ok" | "closed" | "dropped" } {
-  return {
-    heartbeats: true,
-    send: (item) => socket.send((item.kind === "pong" ? pongFrame(item.id) : frameOf(item)).json),
-    full: () => socket.bufferedAmount() > highWaterMark,
-    drained: (signal) => socket.drained(highWaterMark, signal),
   };
 }
