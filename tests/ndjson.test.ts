@@ -138,14 +138,30 @@ describe("ndjsonValues", () => {
 
   test("over real HTTP: chunks dripped by a loopback server, then a mid-line cut is an error", async () => {
     const payload = enc.encode('{"a":"é"}\n{"b":2}\n{"c":');
+    // What the client has read so far. The server sends its next piece only once the client has
+    // read the previous one (so every piece arrives on its own), and cuts only once the client has
+    // read every byte: cutting earlier races the client's reads — the runtime errors the body
+    // stream (or the peer's RST drops the socket's unread bytes) and lines not yet read are lost
+    // (Bun under load lost {"b":2} that way when the server dripped on a 1 ms timer).
+    let received = 0;
+    let reads = 0;
+    let wake: (() => void) | undefined;
+    const onChunk = (n: number) => {
+      received += n;
+      reads++;
+      wake?.();
+    };
+    const receivedAtLeast = async (n: number) => {
+      while (received < n) await new Promise<void>((r) => (wake = r));
+    };
     const server = await serveFetch(() => {
       let i = 0;
       const body = new ReadableStream<Uint8Array>({
         async pull(c) {
+          await receivedAtLeast(i);
           if (i < payload.length) {
             c.enqueue(payload.slice(i, i + 3));
             i += 3;
-            await new Promise((r) => setTimeout(r, 1));
           } else {
             c.error(new Error("cut"));
           }
@@ -157,9 +173,11 @@ describe("ndjsonValues", () => {
       const res = await fetch(server.url);
       const got: unknown[] = [];
       await assert.rejects(async () => {
-        for await (const v of ndjsonValues(res.body!)) got.push(v);
+        for await (const v of ndjsonValues(res.body!, { onChunk })) got.push(v);
       });
       assert.deepEqual(got, [{ a: "é" }, { b: 2 }]);
+      assert.equal(received, payload.length, "the client read every byte before the cut");
+      assert.ok(reads >= Math.ceil(payload.length / 3), `the body arrived in pieces (${reads} reads)`);
     } finally {
       await server.close();
     }
