@@ -39,8 +39,11 @@ export interface BunAdapter extends ServerAdapter {
   serveOptions(fetch: FetchHandler): BunServeOptions;
 }
 
-/** Seconds an ordinary HTTP connection may be idle (Bun's default is 10); streaming responses are exempt. */
-export const HTTP_IDLE_SECONDS = 30;
+/**
+ * Seconds an ordinary HTTP connection may be idle, request handling included: Bun's own default,
+ * kept (our handlers answer from memory). Streaming responses are exempt.
+ */
+export const HTTP_IDLE_SECONDS = 10;
 
 /** A long-lived response body: SSE, or a Connect / gRPC-Web stream. */
 export function isStreamResponse(res: Response): boolean {
