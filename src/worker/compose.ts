@@ -56,9 +56,9 @@ export interface Composition<C extends ClusterSource = ClusterSource> {
   /** Settles when the watch has synced, or with the fatal error that stopped it (Knative missing, forbidden). */
   readonly watching: Promise<void>;
   /**
-   * Graceful stop, at most `shutdownTimeoutSeconds`: refuse new streams, close WebSockets with
-   * 1001 and end SSE and Connect streams, wait up to a second for them, then `closeListener`
-   * (the caller's server, if it owns one), then stop the watch and release the cluster.
+   * Graceful stop, at most `shutdownTimeoutSeconds`: stop the watch, refuse new streams, close
+   * WebSockets with 1001 and end SSE and Connect streams, wait up to a second for them, then
+   * `closeListener` (the caller's server, if it owns one), then release the watch and the cluster.
    * Idempotent: later calls return the first one's promise.
    */
   stop(closeListener?: () => Promise<void>): Promise<void>;
