@@ -6,30 +6,19 @@
  * sandbox.
  * @module
  */
-import { Backoff, sleep } from "../watch/backoff.ts";
-import { AppK8sClient, AppsForbiddenError, KnativeNotInstalledError } from "../flyte/app-client.ts";
-import type { KubeClient } from "../kube/client.ts";
+import type { AppK8sClient } from "../flyte/app-client.ts";
 import { connect } from "../kube/connect.ts";
 import type { Logger } from "../log.ts";
-import { type AppwatchApp, CLOSE, createApp } from "./app.ts";
+import { adapterOptions, type ClusterSource, compose } from "../worker/compose.ts";
+import type { AppwatchApp } from "./app.ts";
 import { type ListeningServer, loadAdapter } from "./adapters/types.ts";
-import { runtimeVersion } from "../runtime.ts";
 import type { ServiceSettings } from "./settings.ts";
 
 /** The settings `startService` needs, derived from the settings table (`settings.ts`; `config.ts` reads them). */
 export type { ServiceSettings };
 
-/** The cluster a service watches, and who releases it. */
-export interface ClusterSource {
-  /** The Kubernetes API. */
-  readonly client: KubeClient;
-  /** Namespaces to watch: one or more, or `["*"]` for all. */
-  readonly namespaces: readonly string[];
-  /** What it is, for logs (the API server's URL, "sandbox …"). */
-  readonly describe: string;
-  /** Releases it (the client, and whatever runs behind it). `startService` calls it on stop, or when it cannot start. */
-  close(): Promise<void>;
-}
+/** The cluster a service watches, and who releases it (declared with the composition every entry shares). */
+export type { ClusterSource };
 
 /** Options of {@link connectCluster}. */
 export interface ConnectClusterOptions {
@@ -68,10 +57,11 @@ export interface RunningService<C extends ClusterSource = ClusterSource> {
   stop(): Promise<void>;
 }
 
-/** The version in package.json, read once (falls back to "dev"). */
-const VERSION = "0.1.0";
-
-/** Starts the service on `io.cluster` (which it then owns); resolves once it listens (the watch syncs in the background). */
+/**
+ * Starts the service on `io.cluster` (which it then owns); resolves once it listens (the watch
+ * syncs in the background). The composition is the one every entry shares (`src/worker/compose.ts`);
+ * what is particular here is that this entry owns its listener (and the optional gRPC one).
+ */
 export async function startService<C extends ClusterSource>(
   settings: ServiceSettings,
   io: { logger: Logger; cluster: C },
@@ -80,64 +70,28 @@ export async function startService<C extends ClusterSource>(
   const cluster = io.cluster;
   // For JavaScript callers of the old signature: say what is missing rather than fail later.
   if (!cluster?.client) throw new TypeError("startService needs io.cluster: connectCluster(…) for a real cluster, or startSandboxCluster(…) from the ./sandbox entry");
-  const kube = cluster.client;
-  const cleanups: (() => Promise<void> | void)[] = [];
-  const stopAll = async () => {
-    for (const c of cleanups.splice(0).reverse()) await Promise.resolve(c()).catch(() => {});
-  };
-  cleanups.push(() => cluster.close());
+  let adapter;
   try {
-    // 1. The app watch.
-    const namespaces = [...cluster.namespaces];
-    const apps = new AppK8sClient({
-      client: kube,
-      namespace: namespaces.includes("*") ? "*" : namespaces,
-      config: {
-        baseDomain: settings.baseDomain,
-        scheme: settings.scheme,
-        ingressAppsPort: settings.ingressAppsPort,
-        watchBufferSize: settings.watchBufferSize,
-        slowConsumer: settings.slowConsumer,
-      },
-      resumeWindow: settings.resumeWindow,
-      logger: log,
-    });
-    cleanups.push(() => apps.stopWatching());
-
-    // 2. The API on this runtime's server.
-    const adapter = await loadAdapter({ maxPayloadBytes: Math.max(settings.maxMessageBytes * 4, 64 * 1024), pingSeconds: settings.pingSeconds });
-    const api = createApp({
-      client: apps,
-      runtime: adapter,
-      authTokens: settings.authTokens,
-      allowedOrigins: settings.allowedOrigins,
-      limits: {
-        maxConnectionsPerClient: settings.maxConnectionsPerClient,
-        maxMessageBytes: settings.maxMessageBytes,
-        heartbeatMs: settings.heartbeatSeconds * 1000,
-        pingMs: settings.pingSeconds * 1000,
-      },
-      logger: log,
-      build: { version: VERSION, runtime: adapter.runtime, runtimeVersion: runtimeVersion() },
-    });
-    const server: ListeningServer = await adapter.listen(api.app.fetch, { port: settings.port, hostname: settings.host });
-    cleanups.push(() => server.close());
+    adapter = await loadAdapter(adapterOptions(settings));
+  } catch (err) {
+    await cluster.close().catch(() => {});
+    throw err;
+  }
+  const service = compose(settings, { logger: log, cluster, runtime: adapter });
+  const listeners: ListeningServer[] = [];
+  const closeListeners = async () => {
+    for (const l of listeners.splice(0).reverse()) await l.close().catch(() => {});
+  };
+  try {
+    const server = await adapter.listen(service.fetch, { port: settings.port, hostname: settings.host });
+    listeners.push(server);
     let grpc: ListeningServer | undefined;
     if (settings.grpcPort !== undefined) {
       const { listenGrpc } = await import("./adapters/grpc.ts");
-      grpc = await listenGrpc(api.appService, { port: settings.grpcPort, hostname: settings.host });
-      cleanups.push(() => grpc!.close());
+      grpc = await listenGrpc(service.api.appService, { port: settings.grpcPort, hostname: settings.host });
+      listeners.push(grpc);
     }
-    // Give clients up to a second to receive the close frame before connections are cut (woken
-    // by the last close; Connect streams end with their end-stream frame inside closeStreams).
-    cleanups.push(async () => {
-      const hadStreams = api.metrics.wsConnections + api.metrics.sseConnections + api.metrics.connectStreams > 0;
-      await api.whenClosed(1_000);
-      // A drained body is not yet a written one: Deno reports neither, and cutting the connections
-      // right away lost the last (end-stream) frame under load. A short grace, only when streams were open.
-      if (hadStreams) await sleep(50);
-    });
-    cleanups.push(() => api.closeStreams(CLOSE.goingAway, "server shutting down"));
+    const namespaces = [...cluster.namespaces];
     log.info("appwatch listening", {
       url: server.url,
       ...(grpc ? { grpc: grpc.url } : {}),
@@ -146,55 +100,18 @@ export async function startService<C extends ClusterSource>(
       namespaces: namespaces.includes("*") ? "*" : namespaces,
       auth: settings.authTokens.length > 0,
     });
-
-    // 3. Watch in the background; retry until synced unless the cluster says it can never work.
-    const stopWatch = new AbortController();
-    cleanups.push(() => stopWatch.abort());
-    const watching = (async () => {
-      // The watch engine's backoff (jittered, capped at 8 s): prompt once the API answers, no herd of replicas.
-      const retry = new Backoff();
-      for (;;) {
-        try {
-          await apps.startWatching(stopWatch.signal);
-          log.info("initial sync done; ready", { apps: apps.metrics.events.create });
-          return;
-        } catch (err) {
-          if (stopWatch.signal.aborted) return;
-          if (err instanceof KnativeNotInstalledError || err instanceof AppsForbiddenError) {
-            log.error("cannot watch Flyte apps", { error: err.message });
-            throw err;
-          }
-          const delay = retry.next();
-          log.warn("cannot reach the Kubernetes API yet; retrying", { error: (err as Error).message, retryInMs: delay });
-          await sleep(delay, stopWatch.signal);
-        }
-      }
-    })();
-    watching.catch(() => {});
-
-    let stopping: Promise<void> | undefined;
     return {
       url: server.url,
       port: server.port,
       grpcUrl: grpc?.url,
-      apps,
-      api,
+      apps: service.apps,
+      api: service.api,
       cluster,
-      watching,
-      stop() {
-        stopping ??= (async () => {
-          log.info("shutting down", { deadlineSeconds: settings.shutdownTimeoutSeconds });
-          let timer: ReturnType<typeof setTimeout> | undefined;
-          const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, settings.shutdownTimeoutSeconds * 1000)));
-          await Promise.race([stopAll(), deadline]);
-          clearTimeout(timer); // else the pending deadline keeps the process alive after a clean stop
-          log.info("stopped");
-        })();
-        return stopping;
-      },
+      watching: service.watching,
+      stop: () => service.stop(closeListeners),
     };
   } catch (err) {
-    await stopAll();
+    await service.stop(closeListeners);
     throw err;
   }
 }

@@ -1,14 +1,15 @@
 /**
  * Bun: `Bun.serve` with `hono/bun`'s WebSocket handler. Bun gets the fetch handler itself
  * (hono/bun reads the server from the fetch's 2nd argument). Bun pings and closes idle peers
- * (`sendPings`, `idleTimeout`). `send()` says what it did (bytes sent, -1 queued under
- * backpressure, 0 dropped past `backpressureLimit`), so a dropped frame never goes unnoticed, and
- * the server's `drain` callback is the sink's drain signal.
+ * (`sendPings`, `idleTimeout`); streaming HTTP responses are exempt from Bun's HTTP idle timeout.
+ * `send()` says what it did (bytes sent, -1 queued under backpressure, 0 dropped past
+ * `backpressureLimit`), so a dropped frame never goes unnoticed, and the server's `drain`
+ * callback is the sink's drain signal.
  * @module
  */
 import { getConnInfo, upgradeWebSocket, websocket } from "hono/bun";
 import type { UpgradeWebSocket, WSContext } from "hono/ws";
-import { type AdapterOptions, type ServerAdapter, type SocketSink, urlHost } from "./types.ts";
+import { type AdapterOptions, type FetchHandler, type ServerAdapter, type SocketSink, urlHost } from "./types.ts";
 
 /** What the adapter uses of Bun's `ServerWebSocket`. */
 interface BunSocket {
@@ -17,8 +18,41 @@ interface BunSocket {
   getBufferedAmount(): number;
 }
 
+/** What the adapter uses of Bun's `Server` (the fetch handler's second argument). */
+interface BunServer {
+  timeout(req: Request, seconds: number): void;
+}
+
+/**
+ * The options of `Bun.serve` without the address: what `listen` serves, and what Bun's default
+ * export (`src/worker/bun.ts`) hands Bun, so both get the same WebSocket handlers (drain, close)
+ * and timeouts.
+ */
+export interface BunServeOptions {
+  idleTimeout: number;
+  fetch(req: Request, server: BunServer): Promise<Response>;
+  websocket: Record<string, unknown>;
+}
+
+/** The Bun adapter, with the serve options of Bun's default export. */
+export interface BunAdapter extends ServerAdapter {
+  serveOptions(fetch: FetchHandler): BunServeOptions;
+}
+
+/**
+ * Seconds an ordinary HTTP connection may be idle, request handling included: Bun's own default,
+ * kept (our handlers answer from memory). Streaming responses are exempt.
+ */
+export const HTTP_IDLE_SECONDS = 10;
+
+/** A long-lived response body: SSE, or a Connect / gRPC-Web stream. */
+export function isStreamResponse(res: Response): boolean {
+  const type = res.headers.get("content-type") ?? "";
+  return res.body !== null && /^(text\/event-stream|application\/connect\+|application\/grpc-web)/i.test(type);
+}
+
 /** The Bun adapter. */
-export function createAdapter({ maxPayloadBytes, pingSeconds }: Required<AdapterOptions>): ServerAdapter {
+export function createAdapter({ maxPayloadBytes, pingSeconds }: Required<AdapterOptions>): BunAdapter {
   // Sockets waiting for Bun's drain (or close) callback, per socket.
   const waiting = new WeakMap<object, Set<() => void>>();
   const wake = (raw: object) => {
@@ -49,36 +83,43 @@ export function createAdapter({ maxPayloadBytes, pingSeconds }: Required<Adapter
       },
     };
   };
+  const serveOptions = (fetch: FetchHandler): BunServeOptions => ({
+    // Bun's idle timeout counts only what the peer sends, not what the server writes: a stream
+    // would be cut after it however often heartbeats go out. Ordinary requests keep it; every
+    // streaming response (SSE, Connect and gRPC-Web streams) is exempted by `server.timeout(req, 0)`.
+    idleTimeout: HTTP_IDLE_SECONDS,
+    async fetch(req: Request, server: BunServer) {
+      const res = await fetch(req, server);
+      if (isStreamResponse(res)) server.timeout(req, 0);
+      return res;
+    },
+    websocket: {
+      ...websocket,
+      close(ws: object, code: number, reason: string) {
+        wake(ws);
+        // deno-lint-ignore no-explicit-any
+        (websocket.close as any)(ws, code, reason);
+      },
+      drain: wake,
+      maxPayloadLength: maxPayloadBytes,
+      backpressureLimit: 16 << 20,
+      closeOnBackpressureLimit: false,
+      // Bun pings an idle peer and closes it when nothing (not even a pong) arrives for idleTimeout s.
+      idleTimeout: Math.min(960, Math.max(2, Math.round(pingSeconds * 2))),
+      sendPings: true,
+    },
+  });
   return {
     runtime: "bun",
     upgradeWebSocket: upgradeWebSocket as UpgradeWebSocket<unknown>,
     clientAddress: (c) => getConnInfo(c).remote.address,
     socket,
     keepAlive: () => undefined,
+    serveOptions,
     listen(fetch, { port, hostname }) {
       // deno-lint-ignore no-explicit-any
       const Bun = (globalThis as any).Bun;
-      const server = Bun.serve({
-        port,
-        hostname,
-        fetch,
-        idleTimeout: 0, // SSE streams are long-lived; WebSockets have their own idle handling
-        websocket: {
-          ...websocket,
-          close(ws: object, code: number, reason: string) {
-            wake(ws);
-            // deno-lint-ignore no-explicit-any
-            (websocket.close as any)(ws, code, reason);
-          },
-          drain: wake,
-          maxPayloadLength: maxPayloadBytes,
-          backpressureLimit: 16 << 20,
-          closeOnBackpressureLimit: false,
-          // Bun pings an idle peer and closes it when nothing (not even a pong) arrives for idleTimeout s.
-          idleTimeout: Math.min(960, Math.max(2, Math.round(pingSeconds * 2))),
-          sendPings: true,
-        },
-      });
+      const server = Bun.serve({ ...serveOptions(fetch), port, hostname });
       const actual: number = server.port;
       return Promise.resolve({
         url: `http://${urlHost(hostname)}:${actual}`,
