@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The npm package, proved from outside the repo (`node scripts/pack-check.mjs`, in `npm test`'s
 // release step):
-//   build     `npm run build` (tsc -p tsconfig.build.json → dist/);
+//   build     `npm run build` (scripts/build-package.mjs: tsc -p tsconfig.build.json → dist/); the
+//             .d.ts name .js files, like the JS;
 //   pack      `npm pack` into a temp dir; prints the tarball's size and file count; checks that
 //             it holds every export and the bin, and no tests, bench, scripts, fixtures or .ts sources;
 //   install   a scratch project in os.tmpdir() (outside the repo) installs the tarball
@@ -20,7 +21,7 @@
 //
 //   node scripts/pack-check.mjs
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
@@ -95,7 +96,17 @@ function buildStep() {
   const missing = exportPaths().flatMap((p) => [PKG.exports[p].types, PKG.exports[p].default]).concat(Object.values(PKG.bin ?? {}))
     .filter((f) => !existsSync(join(ROOT, f)));
   if (missing.length) fail(`the build did not produce ${missing.join(", ")}`);
-  return "dist/";
+  // Declarations must name `.js` files (scripts/build-package.mjs): a `.ts` specifier is `any` to
+  // TypeScript before 5.0 and unresolvable to other .d.ts readers.
+  const tsSpecifiers = readdirSync(join(ROOT, "dist"), { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile() && e.name.endsWith(".d.ts"))
+    .flatMap((e) => {
+      const file = join(e.parentPath, e.name);
+      return readFileSync(file, "utf8").split("\n").map((line, i) => ({ line, at: `${file.slice(ROOT.length + 1)}:${i + 1}` }));
+    })
+    .filter(({ line }) => !/^\s*(\*|\/\/|\/\*)/.test(line) && /["']\.{1,2}\/[^"']*\.ts["']/.test(line));
+  if (tsSpecifiers.length) fail(`.d.ts files import .ts paths:\n${tail(tsSpecifiers.map((t) => `${t.at}: ${t.line.trim()}`).join("\n"))}`);
+  return "dist/ (JS + .d.ts, .js specifiers)";
 }
 
 function packStep(ctx) {
