@@ -42,8 +42,9 @@ const steps = {
   node: [nodeTest(files)],
   deno: [denoTest(files)],
   bun: [bunTest(files)],
-  // Release checks: `deno publish --dry-run`, the examples run on Node and Bun, deploy/ invariants.
-  release: [{ cmd: "node", args: ["scripts/publish-check.mjs"] }],
+  // Release checks: `deno publish --dry-run`, the examples run on Node and Bun, deploy/ invariants;
+  // the npm package packed, installed outside the repo and used from there (scripts/pack-check.mjs).
+  release: [{ cmd: "node", args: ["scripts/publish-check.mjs"] }, { cmd: "node", args: ["scripts/pack-check.mjs"] }],
   // The real kube-apiserver + etcd suite (tests/cluster/*.cluster.ts) on all three runtimes.
   // Builds the binaries first (cached). Opt-in: `npm run test:cluster`.
   cluster: [{ cmd: "bash", args: ["scripts/build-kube.sh"] }, nodeTest(clusterFiles), denoTest(clusterFiles), bunTest(clusterFiles)],
