@@ -40,7 +40,12 @@ const KEEP = process.env.APPWATCH_PACK_KEEP === "1";
 const WORKER_ENTRIES = ["deno", "bun", "cloudflare"];
 // Export paths a runtime cannot import by design (e.g. an entry that imports `cloudflare:workers`);
 // each needs a reason here. Every other export path is imported on Node and on Bun.
-const NOT_IMPORTABLE = { node: {}, bun: {} };
+// The worker entries start the service when loaded (they are programs, not libraries): the check runs them instead (see workerStep).
+const ENTRY = "an entry: loading it starts the service";
+const NOT_IMPORTABLE = {
+  node: { "./worker/deno": ENTRY, "./worker/bun": ENTRY },
+  bun: { "./worker/deno": ENTRY, "./worker/bun": ENTRY },
+};
 
 /** A failed check: its message is printed as is. */
 class CheckFailed extends Error {}
@@ -234,9 +239,9 @@ function bunStep(ctx) {
  * return a promise: a check made then), then SIGINT; expects exit 0. A hang guard, not a timing
  * rule: `guardMs` is far above any run's time.
  */
-function runUntil(ctx, what, cmd, args, until, guardMs = 120_000) {
+function runUntil(ctx, what, cmd, args, until, guardMs = 120_000, extraEnv = {}) {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { cwd: ctx.scratch, env: scratchEnv(), stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(cmd, args, { cwd: ctx.scratch, env: { ...scratchEnv(), ...extraEnv }, stdio: ["ignore", "pipe", "pipe"] });
     const seen = [];
     let matched;
     let signalled = false;
@@ -321,6 +326,37 @@ async function cliStep(ctx) {
   return `--help ok; events --sandbox: first event "added ${event}", exit 0 on SIGINT; serve --sandbox: /v1/apps ${onNode} apps on Node, ${onBun} on Bun, exit 0 on SIGINT`;
 }
 
+function denoPath() {
+  const bin = join(ROOT, "node_modules", "deno", "deno");
+  if (!existsSync(bin)) fail("Deno is not in node_modules (deno/deno); run npm ci");
+  return bin;
+}
+
+// A worker entry logs "appwatch listening" with the URL (deno serve), or Bun prints
+// "Started server: <url>"; then "… ready" after the initial sync.
+function workerUntil() {
+  const ask = serveUntil();
+  let url;
+  return (line) => {
+    const started = /^Started server: (http:\/\/\S+?)\/?$/.exec(line);
+    if (started) url = started[1];
+    const j = jsonLine(line);
+    if (url && typeof j?.msg === "string" && /\bready\b/.test(j.msg)) return askService(url);
+    return ask(line);
+  };
+}
+
+// The worker entries as installed: `deno serve` on ./worker/deno and Bun on ./worker/bun, each in
+// sandbox mode (APPWATCH_SANDBOX=true), until /v1/apps answers; SIGINT; exit 0.
+async function workerStep(ctx) {
+  const dist = join(ctx.scratch, "node_modules", PKG.name);
+  const file = (path) => join(dist, PKG.exports[path].default);
+  const env = { APPWATCH_SANDBOX: "true" };
+  const deno = await runUntil(ctx, "deno serve ./worker/deno", denoPath(), ["serve", "-A", "--port", "0", "--host", "127.0.0.1", file("./worker/deno")], workerUntil(), undefined, env);
+  const bun = await runUntil(ctx, "bun ./worker/bun", bunPath(), [file("./worker/bun")], workerUntil(), undefined, { ...env, APPWATCH_PORT: "0", APPWATCH_HOST: "127.0.0.1" });
+  return `deno serve ./worker/deno: /v1/apps ${deno} apps; bun ./worker/bun: ${bun} apps; both exit 0 on SIGINT`;
+}
+
 // A devDependency's bin, run by this Node (its package "exports" may not expose the file).
 function binOf(pkg, name) {
   const file = join(ROOT, "node_modules", pkg, "package.json");
@@ -355,6 +391,7 @@ const steps = [
   ["tsc", tscStep, ["install"]],
   ["bun", bunStep, ["install"]],
   ["cli", cliStep, ["install"]],
+  ["worker", workerStep, ["install"]],
   ["publint", publintStep, ["pack"]],
   ["attw", attwStep, ["pack"]],
 ];

@@ -19,7 +19,7 @@ interface BunSocket {
 }
 
 /** What the adapter uses of Bun's `Server` (the fetch handler's second argument). */
-interface BunServer {
+export interface BunServer {
   timeout(req: Request, seconds: number): void;
 }
 
