@@ -34,6 +34,7 @@ describe("Cloudflare Worker + Durable Object on workerd (miniflare)", { skip: SK
   // deno-lint-ignore no-explicit-any
   let mf: any;
   let base: URL;
+  const viaBinding: string[] = [];
 
   before(async () => {
     sb = await startSandbox({ token: TOKEN });
@@ -51,6 +52,19 @@ describe("Cloudflare Worker + Durable Object on workerd (miniflare)", { skip: SK
       workers: [
         { name: "appwatch", ...common, bindings: { APPWATCH_KUBE_API_URL: sb.url, APPWATCH_KUBE_TOKEN: TOKEN, APPWATCH_LOG_LEVEL: "warn", APPWATCH_BASE_DOMAIN: "apps.example.com" } },
         { name: "unconfigured", ...common, bindings: { APPWATCH_LOG_LEVEL: "warn" } },
+        {
+          // APPWATCH_KUBE_MTLS stands for an mTLS certificate binding (same shape: an object with fetch).
+          name: "mtls",
+          ...common,
+          bindings: { APPWATCH_KUBE_API_URL: "https://k8s.invalid", APPWATCH_KUBE_TOKEN: TOKEN, APPWATCH_LOG_LEVEL: "error" },
+          serviceBindings: {
+            APPWATCH_KUBE_MTLS: async (req: Request) => {
+              const url = new URL(req.url);
+              viaBinding.push(url.pathname);
+              return await fetch(sb.url + url.pathname + url.search, { method: req.method, headers: req.headers, body: req.body, duplex: "half" } as RequestInit);
+            },
+          },
+        },
       ],
     });
     base = await mf.ready;
@@ -156,6 +170,14 @@ describe("Cloudflare Worker + Durable Object on workerd (miniflare)", { skip: SK
       abort.abort();
       await reader.cancel().catch(() => {});
     }
+  });
+
+  test("with APPWATCH_KUBE_MTLS bound, every API request goes through that binding's fetch", async () => {
+    const worker = await mf.getWorker("mtls");
+    await eventually(async () => ((await worker.fetch("http://localhost/readyz")) as Response).status === 200, "the mTLS-bound watch to sync", 30_000);
+    const res: Response = await worker.fetch("http://localhost/v1/apps");
+    assert.equal(res.status, 200);
+    assert.ok(viaBinding.some((p) => p.endsWith("/services")), `API paths via the binding: ${viaBinding.join(", ")}`);
   });
 
   test("a Worker without APPWATCH_KUBE_API_URL answers {code, message} and names the setting", async () => {

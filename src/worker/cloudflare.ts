@@ -22,7 +22,12 @@ interface DurableObjectNamespaceLike {
   get(id: unknown): { fetch(request: Request): Promise<Response> };
 }
 
-/** The Worker's bindings: `APPWATCH` (the Durable Object) and the variables of `cloudflare-env.ts`. */
+/** An mTLS certificate binding (`[[mtls_certificates]]`): a `fetch` that presents the client certificate. */
+interface Fetcher {
+  fetch(input: string, init: RequestInit): Promise<Response>;
+}
+
+/** The Worker's bindings: `APPWATCH` (the Durable Object), optionally `APPWATCH_KUBE_MTLS` (an mTLS certificate), and the variables of `cloudflare-env.ts`. */
 export interface CloudflareEnv {
   APPWATCH: DurableObjectNamespaceLike;
   [name: string]: unknown;
@@ -46,12 +51,13 @@ export interface CloudflareService {
  * Cloudflare adapter, and the watch retried until it syncs (as `startService` does). Kept in one
  * function so it can move onto the shared composition unchanged.
  */
-export function composeCloudflare(settings: CloudflareSettings, log: Logger): CloudflareService {
+export function composeCloudflare(settings: CloudflareSettings, log: Logger, fetcher?: Fetcher): CloudflareService {
   const kube = new KubeClient({
     server: settings.apiServer,
     credentials: settings.token !== undefined ? bearerToken(settings.token) : noCredentials,
-    // workerd's fetch must be called unbound (an "Illegal invocation" otherwise).
-    fetch: (input, init) => fetch(input, init),
+    // An mTLS certificate binding presents the client certificate; else the global fetch. Both
+    // are called on their own object: workerd throws "Illegal invocation" for another `this`.
+    fetch: fetcher ? (input, init) => fetcher.fetch(input, init) : (input, init) => fetch(input, init),
     userAgent: `appwatch/${VERSION} (cloudflare)`,
   });
   const apps = new AppK8sClient({
@@ -122,7 +128,9 @@ export class AppwatchObject {
       const settings = settingsFromEnv(this.#env);
       if (!settings.ok) return failure(500, "failed_precondition", `the Worker's configuration is not valid: ${settings.message}`);
       const log = createLogger({ level: settings.value.logLevel });
-      const service = composeCloudflare(settings.value, log);
+      const mtls = this.#env.APPWATCH_KUBE_MTLS as Partial<Fetcher> | undefined;
+      if (mtls !== undefined && typeof mtls?.fetch !== "function") return failure(500, "failed_precondition", "APPWATCH_KUBE_MTLS must be an mTLS certificate binding");
+      const service = composeCloudflare(settings.value, log, mtls as Fetcher | undefined);
       this.#service = service;
       // A watch that can never work (Knative missing, forbidden) is dropped, so a later request
       // starts a fresh one once the cluster is fixed; /readyz says why until then.
