@@ -7,10 +7,11 @@
  * starts a stream's session there) and is deprecated for v5. An accepted socket may be written to
  * at once: workerd queues frames until the 101 reaches the client.
  *
- * Backpressure: workerd's `WebSocket.send` never refuses a frame, and `bufferedAmount` is read
- * when workerd has it (0 otherwise); `drained` re-checks every 10 ms like Deno's, which has no
- * drain event either. workerd answers the client's pings itself and sends none of its own: the
- * service's heartbeat frames (every 15 s) keep idle streams alive through Cloudflare's proxy.
+ * Backpressure: workerd's `WebSocket.send` never refuses a frame and its server socket has no
+ * `bufferedAmount` (workerd 2026-07-30) nor a drain event, so a slow WebSocket client is never seen
+ * as slow: frames queue inside workerd (docs/edge-cloudflare.md). `bufferedAmount` is read if it
+ * appears (0 otherwise) and `drained` then re-checks every 10 ms, like Deno's. No protocol pings
+ * are sent from here (`keepAlive` is a no-op): the heartbeat frames (every 15 s) keep streams alive.
  * @module
  */
 import type { Context } from "hono";
