@@ -4,20 +4,17 @@
  * bound to that URL, and a real WebSocket client through the Worker that sees the snapshot and the
  * live create / update / delete of a KService made through the sandbox's Kubernetes API. One
  * miniflare instance for the file (two Workers in it: a configured one and one without its URL).
- *
- * Node only: miniflare drives the workerd binary through Node APIs (its own support matrix is
- * Node); the Worker itself is plain web-standard code, which the Deno and Bun entries also run.
+ * Runs on Node, Deno and Bun alike (miniflare, a Node package, starts the workerd binary as a
+ * child process; each runtime drives it and the sandbox from the test process).
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runtimeName } from "../src/runtime.ts";
 import { type RunningSandbox, seedDemo, startSandbox } from "../src/sandbox/mod.ts";
 import { appEvents, eventually, http, type Json, ksvc, statusWithMessage, within, WsClient } from "./helpers/service.ts";
 
-const SKIP = runtimeName() !== "node" ? "miniflare runs workerd from Node only; the Worker code is runtime-neutral" : false;
 const TOKEN = "cf-test-kube-token";
 const SERVICES = "/apis/serving.knative.dev/v1/namespaces/flyte/services";
 
@@ -27,7 +24,7 @@ interface Bundle {
   metafile: { inputs: Record<string, unknown> };
 }
 
-describe("Cloudflare Worker + Durable Object on workerd (miniflare)", { skip: SKIP }, () => {
+describe("Cloudflare Worker + Durable Object on workerd (miniflare)", () => {
   let sb: RunningSandbox;
   let dir: string;
   let bundle: Bundle;
@@ -124,6 +121,31 @@ describe("Cloudflare Worker + Durable Object on workerd (miniflare)", { skip: SK
     } finally {
       ws.close();
       await within(ws.closed, "the WebSocket to close");
+    }
+  });
+
+  test("a resume token from one WebSocket gets exactly the missed change on the next, through the Worker", async () => {
+    const wsUrl = new URL("/v1/watch", base).href.replace(/^http/, "ws");
+    const first = await WsClient.connect(wsUrl);
+    await first.synced(15_000);
+    const token: string = first.frames.find((f: Json) => f.synced).synced.resume;
+    first.close();
+    await within(first.closed, "the first WebSocket to close");
+
+    const auth = { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" };
+    const obj = ksvc("edge", "production", "missed");
+    const created = await http(sb.url + SERVICES, { method: "POST", headers: auth, body: JSON.stringify(obj) });
+    assert.equal(created.status, 201, created.text);
+
+    const second = await WsClient.connect(`${wsUrl}?resume=${encodeURIComponent(token)}`);
+    try {
+      await second.until((f) => f.some((x: Json) => x.synced?.after === "resume"), "the end of the replay", 15_000);
+      assert.deepEqual(second.frames[0].start, { mode: "resumed", replayed: 1 });
+      assert.deepEqual(appEvents(second.frames).map((f: Json) => f.createEvent?.app.metadata.id.name), ["missed"]);
+    } finally {
+      second.close();
+      await within(second.closed, "the second WebSocket to close");
+      await http(`${sb.url}${SERVICES}/${obj.metadata.name}`, { method: "DELETE", headers: auth });
     }
   });
 
