@@ -4,9 +4,9 @@
  * byte-for-byte compatible because Flyte's Deploy names the objects this way.
  * @module
  */
-import { createHash } from "node:crypto";
 import { goToLower } from "./gostrings.ts";
 import type { AppsConfig, Identifier, Ingress } from "./model.ts";
+import { sha256Hex } from "./sha256.ts";
 
 const MAX_NAME = 63;
 const PREFIX = 54;
@@ -25,7 +25,7 @@ export function KServiceName(id: Identifier): string {
   const raw = goToLower(`${name}-${project}-${domain}`);
   const bytes = encoder.encode(raw);
   if (bytes.length <= MAX_NAME) return raw;
-  const digest = createHash("sha256").update(`${project}/${domain}/${name}`, "utf8").digest("hex").slice(0, 8);
+  const digest = sha256Hex(encoder.encode(`${project}/${domain}/${name}`)).slice(0, 8);
   // Go slices bytes; a cut through a multi-byte character cannot round-trip through a JS
   // string, so TextDecoder replaces it with U+FFFD (only reachable with non-ASCII names).
   return `${decoder.decode(bytes.subarray(0, PREFIX))}-${digest}`;
