@@ -20,7 +20,7 @@ const FORBIDDEN = [
   [/node_modules\/(ws|undici)\//, "a Node-only networking package"],
   [/node_modules\/@connectrpc\/connect-node\//, "the Node gRPC adapter"],
   [/^src\/kube\/(config|kubeconfig|credentials|exec|transport|connect)\.ts$/, "kubeconfig, credential or file reading, or the Node/Deno/Bun TLS transport"],
-  [/^src\/service\/(config|server|settings)\.ts$/, "the CLI's configuration and server"],
+  [/^src\/service\/(config|server)\.ts$/, "the CLI's configuration and server"],
   [/^src\/service\/adapters\/(node|deno|bun|grpc)\.ts$/, "another runtime's adapter"],
   [/^src\/(sandbox\/|cli\.ts|main\.ts|serve\.ts)/, "the sandbox or the CLI"],
 ];

@@ -133,10 +133,17 @@ describe("Cloudflare Worker + Durable Object on workerd (miniflare)", () => {
     first.close();
     await within(first.closed, "the first WebSocket to close");
 
+    // An observer's createEvent is the signal that the Durable Object's watch has the change, so
+    // the resume below cannot race the watch (it would replay nothing).
+    const observer = await WsClient.connect(wsUrl);
+    await observer.synced(15_000);
     const auth = { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" };
     const obj = ksvc("edge", "production", "missed");
     const created = await http(sb.url + SERVICES, { method: "POST", headers: auth, body: JSON.stringify(obj) });
     assert.equal(created.status, 201, created.text);
+    await observer.until((f) => appEvents(f).some((x: Json) => x.createEvent?.app.metadata.id.name === "missed"), "the observer's createEvent of missed", 15_000);
+    observer.close();
+    await within(observer.closed, "the observer to close");
 
     const second = await WsClient.connect(`${wsUrl}?resume=${encodeURIComponent(token)}`);
     try {

@@ -8,13 +8,13 @@
  * are used: the API server is reached with plain `fetch` and a bearer token (or none).
  * @module
  */
-import { AppK8sClient, AppsForbiddenError, KnativeNotInstalledError } from "../flyte/app-client.ts";
+import * as v from "valibot";
 import { bearerToken, KubeClient, noCredentials } from "../kube/client.ts";
 import { createLogger, type Logger } from "../log.ts";
 import { createCloudflareRuntime } from "../service/adapters/cloudflare.ts";
-import { type AppwatchApp, CLOSE, createApp } from "../service/app.ts";
-import { Backoff, sleep } from "../watch/backoff.ts";
+import { type ServiceSettings, settingsSchema } from "../service/settings.ts";
 import { type CloudflareSettings, settingsFromEnv } from "./cloudflare-env.ts";
+import { compose, type Composition, VERSION } from "./compose.ts";
 
 /** What the entry uses of a Durable Object namespace binding. */
 interface DurableObjectNamespaceLike {
@@ -35,21 +35,13 @@ export interface CloudflareEnv {
 
 /** The one object every request goes to. */
 const OBJECT_NAME = "appwatch";
-const VERSION = "0.1.0";
 
 /** A running composition inside the Durable Object. */
-export interface CloudflareService {
-  readonly api: AppwatchApp;
-  readonly apps: AppK8sClient;
-  /** Settles when the watch has synced, or with the fatal error that stopped it. */
-  readonly watching: Promise<void>;
-  stop(): Promise<void>;
-}
+export type CloudflareService = Composition;
 
 /**
- * The composition: a `KubeClient` on plain `fetch`, `AppK8sClient`, `createApp` with the
- * Cloudflare adapter, and the watch retried until it syncs (as `startService` does). Kept in one
- * function so it can move onto the shared composition unchanged.
+ * The Durable Object's service: the one composition every entry runs ({@link compose}), on a
+ * plain-`fetch` KubeClient (no kubeconfig or credential files here) and the workerd adapter.
  */
 export function composeCloudflare(settings: CloudflareSettings, log: Logger, fetcher?: Fetcher): CloudflareService {
   const kube = new KubeClient({
@@ -60,53 +52,16 @@ export function composeCloudflare(settings: CloudflareSettings, log: Logger, fet
     fetch: fetcher ? (input, init) => fetcher.fetch(input, init) : (input, init) => fetch(input, init),
     userAgent: `appwatch/${VERSION} (cloudflare)`,
   });
-  const apps = new AppK8sClient({
-    client: kube,
-    namespace: settings.namespaces.includes("*") ? "*" : settings.namespaces,
-    config: { baseDomain: settings.baseDomain, scheme: settings.scheme, ingressAppsPort: settings.ingressAppsPort, slowConsumer: settings.slowConsumer },
+  const { apiServer, token: _token, namespaces: _namespaces, ...read } = settings;
+  // Every setting the Worker does not read keeps the service's default.
+  const all: ServiceSettings = { ...(v.parse(settingsSchema("serve"), {}) as ServiceSettings), ...read };
+  const service = compose(all, {
     logger: log,
+    cluster: { client: kube, namespaces: settings.namespaces, describe: apiServer, close: async () => {} },
+    runtime: Object.assign(createCloudflareRuntime(), { runtime: "workerd" }),
   });
-  const api = createApp({
-    client: apps,
-    runtime: createCloudflareRuntime(),
-    authTokens: settings.authTokens,
-    allowedOrigins: settings.allowedOrigins,
-    limits: { heartbeatMs: settings.heartbeatSeconds * 1000 },
-    logger: log,
-    build: { version: VERSION, runtime: "workerd", runtimeVersion: "" },
-  });
-  const stopWatch = new AbortController();
-  const watching = (async () => {
-    const retry = new Backoff();
-    for (;;) {
-      try {
-        await apps.startWatching(stopWatch.signal);
-        log.info("initial sync done; ready", { apps: apps.metrics.events.create });
-        return;
-      } catch (err) {
-        if (stopWatch.signal.aborted) return;
-        if (err instanceof KnativeNotInstalledError || err instanceof AppsForbiddenError) {
-          log.error("cannot watch Flyte apps", { error: err.message });
-          throw err;
-        }
-        const delay = retry.next();
-        log.warn("cannot reach the Kubernetes API yet; retrying", { error: (err as Error).message, retryInMs: delay });
-        await sleep(delay, stopWatch.signal);
-      }
-    }
-  })();
-  watching.catch(() => {});
-  log.info("appwatch started in a Durable Object", { cluster: settings.apiServer, namespaces: settings.namespaces, auth: settings.authTokens.length > 0 });
-  return {
-    api,
-    apps,
-    watching,
-    async stop() {
-      api.closeStreams(CLOSE.goingAway, "server shutting down");
-      stopWatch.abort();
-      await apps.stopWatching();
-    },
-  };
+  log.info("appwatch started in a Durable Object", { cluster: apiServer, namespaces: settings.namespaces, auth: settings.authTokens.length > 0 });
+  return service;
 }
 
 /** A `{"code","message"}` error (the service's error shape) for failures before the app exists. */
