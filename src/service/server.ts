@@ -74,7 +74,7 @@ const VERSION = "0.1.0";
 /** Starts the service on `io.cluster` (which it then owns); resolves once it listens (the watch syncs in the background). */
 export async function startService<C extends ClusterSource>(
   settings: ServiceSettings,
-  io: { logger: Logger; cluster: C },
+  io: { logger: Logger; cluster: C; /** The cluster is the sandbox's demo data (the CLI knows: `openCluster`); every surface says so. */ sandbox?: boolean },
 ): Promise<RunningService<C>> {
   const log = io.logger;
   const cluster = io.cluster;
@@ -119,6 +119,7 @@ export async function startService<C extends ClusterSource>(
       },
       logger: log,
       build: { version: VERSION, runtime: adapter.runtime, runtimeVersion: runtimeVersion() },
+      cluster: { server: kube.server, namespaces, sandbox: io.sandbox === true },
     });
     const server: ListeningServer = await adapter.listen(api.app.fetch, { port: settings.port, hostname: settings.host });
     cleanups.push(() => server.close());
