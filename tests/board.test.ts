@@ -15,6 +15,7 @@ import assert from "node:assert/strict";
 import { mkdir } from "node:fs/promises";
 import { createLogger } from "../src/log.ts";
 import { seedDemo } from "../src/sandbox/demo.ts";
+import { startSandboxCluster } from "../src/sandbox/cluster.ts";
 import { connectCluster, type RunningService, startService } from "../src/service/server.ts";
 import { BOARD_ASSETS, BOARD_CSP } from "../src/service/board/route.ts";
 import { type Browser, browserSkip, collectErrors, CONNECTION_NOISE, launchChromium, type Page } from "./helpers/browser.ts";
@@ -170,6 +171,93 @@ describe("live app board in headless Chromium", { skip }, () => {
     }
   });
 
+  test("at an incident: sandbox mode in the header, the message that decides a DEPLOYING phase, sort by phase and by last change", async () => {
+    const logs: string[] = [];
+    const cluster = await startSandboxCluster({ demoIntervalMs: 0 });
+    const s = await startService(testSettings(), { logger: createLogger({ level: "warn", sink: (l) => logs.push(l) }), cluster, sandbox: true });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    const errors = collectErrors(page);
+    try {
+      await within(s.watching, "the initial sync");
+      await page.goto(`${s.url}/`);
+      await page.waitForSelector("#conn[data-state=live]", { timeout: 10_000 });
+      // Sandbox mode: a badge in the header, a tinted header, the title.
+      await page.waitForSelector("#w-sandbox:not([hidden])", { timeout: 5_000 });
+      assert.equal(await page.locator("#w-sandbox").textContent(), "SANDBOX: demo data, not a real cluster");
+      assert.equal(await page.title(), "[SANDBOX] appwatch: Flyte apps");
+      assert.equal(await page.evaluate(() => document.body.classList.contains("sandbox-mode")), true);
+      assert.equal(await page.locator("#w-cluster").textContent(), new URL(cluster.url).host);
+      assert.equal(await page.locator("#w-ns").textContent(), "flyte");
+
+      // A rollout as Knative reports it (the demo's "rolling" state): ConfigurationsReady and Ready
+      // Unknown (RevisionMissing), RoutesReady True last. The phase is DEPLOYING because Ready is not
+      // True, so Ready's message is shown, not the last condition's placeholder "Routes are ready".
+      const at = "2026-01-02T03:04:05Z";
+      const waiting = 'Configuration "rolling" is waiting for a Revision to become ready.';
+      const rollout = (ready: Record<string, string>) => ({
+        conditions: [
+          { type: "ConfigurationsReady", status: "Unknown", reason: "RevisionMissing", message: waiting, lastTransitionTime: at },
+          { type: "Ready", lastTransitionTime: at, ...ready },
+          { type: "RoutesReady", status: "True", lastTransitionTime: at },
+        ],
+      });
+      const name = ksvcName("board", "dev", "rolling");
+      cluster.sandbox.create("services", ksvc("board", "dev", "rolling"));
+      cluster.sandbox.updateStatus("services", "flyte", name, rollout({ status: "Unknown", reason: "RevisionMissing", message: waiting }));
+      const rolling = row(page, "flyte/board/dev/rolling");
+      await page.waitForFunction(() => document.querySelector('#rows tr[data-key="flyte/board/dev/rolling"] .badge')?.textContent === "DEPLOYING", null, { timeout: 10_000 });
+      assert.equal(await rolling.locator(".msg").textContent(), `RevisionMissing: ${waiting}`);
+      // Ready with its own reason (ConfigurationsReady True): Ready's message, not ConfigurationsReady's placeholder.
+      cluster.sandbox.updateStatus("services", "flyte", name, {
+        conditions: [
+          { type: "ConfigurationsReady", status: "True", lastTransitionTime: at },
+          { type: "Ready", status: "Unknown", reason: "Deploying", message: "Revision rolling-00002 is starting", lastTransitionTime: at },
+          { type: "RoutesReady", status: "True", lastTransitionTime: at },
+        ],
+      });
+      await page.waitForFunction(() => document.querySelector('#rows tr[data-key="flyte/board/dev/rolling"] .msg')?.textContent === "Deploying: Revision rolling-00002 is starting", null, { timeout: 10_000 });
+      assert.equal(await rolling.locator(".badge").textContent(), "DEPLOYING");
+      // A second rollout, for the sort below.
+      cluster.sandbox.create("services", ksvc("board", "dev", "rolling-b"));
+      cluster.sandbox.updateStatus("services", "flyte", ksvcName("board", "dev", "rolling-b"), rollout({ status: "Unknown", reason: "RevisionMissing", message: waiting }));
+      await page.waitForFunction(() => document.querySelector('#rows tr[data-key="flyte/board/dev/rolling-b"] .badge')?.textContent === "DEPLOYING", null, { timeout: 10_000 });
+
+      // Sort by phase: trouble first (FAILED, then DEPLOYING), ties by name.
+      const phases = () => page.$$eval("#rows tr .badge", (els: HTMLElement[]) => els.map((e) => e.textContent ?? ""));
+      await page.selectOption("#f-sort", "phase");
+      await page.waitForFunction(() => document.querySelector("#rows tr .badge")?.textContent === "FAILED", null, { timeout: 5_000 });
+      const byPhase = await phases();
+      assert.deepEqual(byPhase.slice(0, 3), ["FAILED", "DEPLOYING", "DEPLOYING"], byPhase.join(" "));
+      assert.equal(await page.locator('th[data-sort="phase"]').getAttribute("aria-sort"), "ascending");
+      assert.match(await page.locator("#apps-caption").textContent() ?? "", /sorted by phase/);
+      // An app that turns FAILED moves up while sorted by phase.
+      cluster.sandbox.updateStatus("services", "flyte", name, { conditions: [{ type: "Ready", status: "False", reason: "RevisionFailed", message: "boom", lastTransitionTime: at }] });
+      await page.waitForFunction(() => document.querySelectorAll("#rows tr")[1]?.getAttribute("data-key") === "flyte/board/dev/rolling", null, { timeout: 10_000 });
+
+      // Sort by last change: latest first; a change moves an app to the top.
+      await page.selectOption("#f-sort", "changed");
+      const changedTimes = () => page.$$eval("#rows tr td.changed time", (els: HTMLTimeElement[]) => els.map((e) => e.dateTime));
+      await page.waitForFunction(() => document.querySelector('th[data-sort="changed"]')?.getAttribute("aria-sort") === "descending", null, { timeout: 5_000 });
+      const times = await changedTimes();
+      assert.deepEqual(times, [...times].sort().reverse(), `latest first: ${times.join(" ")}`);
+      const later = new Date(Date.now() + 60_000).toISOString().replace(/\.\d+Z$/, "Z");
+      cluster.sandbox.updateStatus("services", "flyte", name, readyOnly("True", "fixed"));
+      cluster.sandbox.updateStatus("services", "flyte", ksvcName("llm", "development", "gradio-chat"), { conditions: [{ type: "Ready", status: "True", message: "newest", lastTransitionTime: later }] });
+      await page.waitForFunction(() => document.querySelector("#rows tr")?.getAttribute("data-key") === "flyte/llm/development/gradio-chat", null, { timeout: 10_000 });
+      await page.selectOption("#f-sort", "name");
+      const keys = await rowKeys(page);
+      assert.deepEqual(keys, [...keys].sort(), "back to name order");
+      assert.equal(await page.locator("#apps.is-stale").count(), 0);
+      await mkdir(ARTIFACTS, { recursive: true });
+      await page.screenshot({ path: `${ARTIFACTS}/board-sandbox.png`, fullPage: true });
+      assert.deepEqual(errors, [], "no console errors or exceptions in the page");
+    } finally {
+      await context.close();
+      await s.stop();
+    }
+  });
+
   test("with bearer auth: #token= in the URL works; without it the page asks for one", async () => {
     const s = await startTestService({ authTokens: ["s3cret-token"] });
     const context = await browser.newContext();
@@ -209,6 +297,7 @@ describe("live app board in headless Chromium", { skip }, () => {
     };
     let s: RunningService | undefined;
     const context = await browser.newContext();
+    await mkdir(ARTIFACTS, { recursive: true });
     try {
       seedDemo(rs.sandbox, { namespace: "flyte", count: 3 });
       s = await start();
@@ -218,10 +307,24 @@ describe("live app board in headless Chromium", { skip }, () => {
       await page.waitForSelector("#conn[data-state=live]", { timeout: 10_000 });
       const before = await rowKeys(page);
       assert.equal(before.length, 3);
+      // The header names the cluster and namespace; a real cluster is not the sandbox.
+      await page.waitForFunction((host: string) => document.getElementById("w-cluster")?.textContent === host, new URL(rs.url).host, { timeout: 5_000 });
+      assert.equal(await page.locator("#w-ns").textContent(), "flyte");
+      assert.equal(await page.locator("#w-sandbox").isVisible(), false);
+      assert.equal(await page.title(), "appwatch: Flyte apps");
+      assert.equal(await page.locator("#stale").isVisible(), false, "live: not stale");
+      assert.doesNotMatch(await page.locator("#apps").getAttribute("class") ?? "", /is-stale/);
 
       await s.stop();
       s = undefined;
       await page.waitForSelector("#conn[data-state=reconnecting]", { timeout: 10_000 });
+      // Disconnected: the rows are marked stale, with the time of the last frame from the server.
+      await page.waitForSelector("#apps.is-stale", { timeout: 5_000 });
+      assert.equal(await page.locator("#stale").isVisible(), true);
+      assert.match(await page.locator("#stale").textContent() ?? "", /^Disconnected: the rows below may be out of date; last update from the server at \d\d:\d\d:\d\d/);
+      const dimmed = await page.$eval("#rows", (el: HTMLElement) => Number(getComputedStyle(el).opacity));
+      assert.ok(dimmed < 1, `rows are dimmed (opacity ${dimmed})`);
+      await page.screenshot({ path: `${ARTIFACTS}/board-stale.png`, fullPage: true });
       // Changes while the server is away: one app goes, one comes.
       rs.sandbox.delete("services", "flyte", rs.sandbox.list("services")[0]!.metadata!.name!);
       rs.sandbox.create("services", ksvc("board", "dev", "while-down"));
@@ -229,6 +332,8 @@ describe("live app board in headless Chromium", { skip }, () => {
       s = await start();
       await page.waitForSelector('#rows tr[data-key="flyte/board/dev/while-down"]', { timeout: 20_000 });
       await page.waitForSelector("#conn[data-state=live]", { timeout: 10_000 });
+      assert.equal(await page.locator("#apps.is-stale").count(), 0, "live again: not stale");
+      assert.equal(await page.locator("#stale").isVisible(), false);
       const keys = await rowKeys(page);
       assert.equal(keys.length, 3);
       assert.ok(!keys.includes(before.find((k) => !keys.includes(k))!) && keys.filter((k) => before.includes(k)).length === 2, `one app gone, one new: ${keys.join(", ")}`);
