@@ -12,12 +12,14 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdir } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
+import { gunzipSync } from "node:zlib";
 import { createLogger } from "../src/log.ts";
 import { seedDemo } from "../src/sandbox/demo.ts";
 import { startSandboxCluster } from "../src/sandbox/cluster.ts";
 import { connectCluster, type RunningService, startService } from "../src/service/server.ts";
 import { BOARD_ASSETS, BOARD_CSP } from "../src/service/board/route.ts";
+import { BOARD_JS } from "../src/service/board/page.ts";
 import { type Browser, browserSkip, collectErrors, CONNECTION_NOISE, launchChromium, type Page } from "./helpers/browser.ts";
 import { freePort, startRestartableSandbox, writeKubeconfig } from "./helpers/restartable-sandbox.ts";
 import { http, ksvc, ksvcName, startTestService, testSettings, type TestService, within } from "./helpers/service.ts";
@@ -29,6 +31,59 @@ function readyOnly(status: "True" | "Unknown", message: string): Record<string, 
   return { conditions: [{ type: "Ready", status, message, lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, "Z") }] };
 }
 const ARTIFACTS = "test-artifacts";
+
+type Cond = { deploymentStatus?: string; message?: string };
+/** The page's own message rule, taken out of the shipped script (it has no imports or DOM use). */
+function pageMessageRule(): { decidingMessage: (conds: Cond[], phase: string) => string; phaseOf: (c: Cond) => string; placeholders: string[] } {
+  const line = (from: string) => BOARD_JS.slice(BOARD_JS.indexOf(from), BOARD_JS.indexOf("\n", BOARD_JS.indexOf(from)));
+  const fns = BOARD_JS.slice(BOARD_JS.indexOf("const phaseOf"), BOARD_JS.indexOf("function toRow"));
+  assert.ok(line("const PLACEHOLDERS").length > 20 && fns.includes("function decidingMessage"), "the rule is where the test looks for it");
+  return new Function(`${line("const PLACEHOLDERS")}\n${fns}\nreturn { decidingMessage, phaseOf, placeholders: PLACEHOLDERS };`)();
+}
+
+const gunzipLines = async (path: string) => gunzipSync(await readFile(new URL(path, import.meta.url))).toString("utf8").split("\n").filter(Boolean);
+
+describe("the board's message rule over Flyte's golden apps", () => {
+  test("a DEPLOYING app never shows a placeholder when a condition has a real message; in Knative's order it shows Ready's", async () => {
+    const rule = pageMessageRule();
+    const vectors = new Map((await gunzipLines("./fixtures/flyte-golden/vectors.ndjson.gz")).map((l) => {
+      const v = JSON.parse(l) as { id: string; ksvc?: { status?: { conditions?: { type?: string; status?: string; reason?: string; message?: string }[] } } };
+      return [v.id, v] as const;
+    }));
+    let deploying = 0;
+    let knativeOrder = 0;
+    for (const l of await gunzipLines("./fixtures/flyte-golden/flyte.ndjson.gz")) {
+      const g = JSON.parse(l) as { id: string; outcome: string; app?: string };
+      if (g.outcome !== "app") continue;
+      const conds = ((JSON.parse(g.app!) as { status?: { conditions?: Cond[] } }).status?.conditions) ?? [];
+      if (conds.length === 0 || rule.phaseOf(conds.at(-1)!) !== "DEPLOYING") continue;
+      deploying++;
+      const shown = rule.decidingMessage(conds, "DEPLOYING");
+      const real = conds.some((c) => c.message && !rule.placeholders.includes(c.message));
+      if (real) assert.ok(shown !== "" && !rule.placeholders.includes(shown), `${g.id}: ${JSON.stringify(shown)}`);
+      // Knative's stored order (sorted by type): the Ready condition's message decides.
+      const kc = vectors.get(g.id)?.ksvc?.status?.conditions ?? [];
+      const types = kc.map((c) => String(c.type));
+      const ready = kc.find((c) => c.type === "Ready");
+      if (types.join() !== "ConfigurationsReady,Ready,RoutesReady" || !ready || ready.status === "True" || !(ready.reason || ready.message)) continue;
+      knativeOrder++;
+      assert.equal(shown, ready.reason ? `${ready.reason}: ${ready.message ?? ""}` : ready.message, g.id);
+    }
+    assert.ok(deploying > 100 && knativeOrder > 5, `enough cases: ${deploying} DEPLOYING, ${knativeOrder} in Knative's order`);
+  });
+
+  test("the rule's edges: DEPLOYING prefers a not-True condition; other phases their own; placeholders last", () => {
+    const { decidingMessage } = pageMessageRule();
+    const c = (phase: string, message?: string): Cond => ({ deploymentStatus: `DEPLOYMENT_STATUS_${phase}`, ...(message !== undefined ? { message } : {}) });
+    assert.equal(decidingMessage([c("PENDING", "RevisionMissing: waiting"), c("DEPLOYING", "Routes are ready")], "DEPLOYING"), "RevisionMissing: waiting");
+    assert.equal(decidingMessage([c("FAILED", "Service is ready"), c("DEPLOYING", "RevisionMissing: x")], "DEPLOYING"), "RevisionMissing: x");
+    assert.equal(decidingMessage([c("DEPLOYING", "Configuration is ready"), c("DEPLOYING", "Routes are ready")], "DEPLOYING"), "Routes are ready");
+    assert.equal(decidingMessage([c("FAILED", "RevisionFailed: boom"), c("FAILED", "Routes are ready")], "FAILED"), "RevisionFailed: boom");
+    assert.equal(decidingMessage([c("ACTIVE", "Routes are ready")], "ACTIVE"), "Routes are ready");
+    assert.equal(decidingMessage([c("PENDING")], "PENDING"), "");
+    assert.equal(decidingMessage([], "UNSPECIFIED"), "");
+  });
+});
 
 /** The text of every rendered row's app key, in order. */
 function rowKeys(page: Page): Promise<string[]> {
@@ -245,9 +300,9 @@ describe("live app board in headless Chromium", { skip }, () => {
       cluster.sandbox.updateStatus("services", "flyte", name, readyOnly("True", "fixed"));
       cluster.sandbox.updateStatus("services", "flyte", ksvcName("llm", "development", "gradio-chat"), { conditions: [{ type: "Ready", status: "True", message: "newest", lastTransitionTime: later }] });
       await page.waitForFunction(() => document.querySelector("#rows tr")?.getAttribute("data-key") === "flyte/llm/development/gradio-chat", null, { timeout: 10_000 });
-      await page.selectOption("#f-sort", "name");
       const keys = await rowKeys(page);
-      assert.deepEqual(keys, [...keys].sort(), "back to name order");
+      await page.selectOption("#f-sort", "name");
+      await expectRows(page, [...keys].sort()); // back to name order
       assert.equal(await page.locator("#apps.is-stale").count(), 0);
       await mkdir(ARTIFACTS, { recursive: true });
       await page.screenshot({ path: `${ARTIFACTS}/board-sandbox.png`, fullPage: true });
