@@ -8,6 +8,7 @@ import process from "node:process";
 import { chooseCluster, ClusterChoiceError, EVENTS_HELP, formatEvent, HELP, parseCli, runCli, SERVE_HELP, UsageError, WATCH_HELP } from "../src/cli.ts";
 import { runtimeName } from "../src/runtime.ts";
 import { DEFAULT_URL } from "../src/client/options.ts";
+import { describeStart } from "../src/client/watch.ts";
 import { seedDemo, startSandbox } from "../src/sandbox/mod.ts";
 import { startScripted, status } from "./helpers/scripted.ts";
 
@@ -173,6 +174,13 @@ describe("choosing the cluster: never demo data by accident", () => {
     } finally {
       await rm(root, { recursive: true, force: true });
     }
+  });
+
+  test("appwatch watch's human output says SANDBOX when the start frame does", () => {
+    assert.equal(describeStart({ mode: "snapshot", apps: 6, sandbox: true }), "snapshot (6 apps)  SANDBOX: demo data, not a real cluster");
+    assert.equal(describeStart({ mode: "resumed", replayed: 2, sandbox: true }), "resumed (2 replayed)  SANDBOX: demo data, not a real cluster");
+    assert.equal(describeStart({ mode: "snapshot", apps: 1 }), "snapshot (1 app)");
+    assert.equal(describeStart({ mode: "live" }), "live (no snapshot)");
   });
 
   test("serve with KUBECONFIG naming a missing file exits 2 and says so; no demo data, nothing listens", async () => {
