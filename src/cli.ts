@@ -328,11 +328,11 @@ export async function runEvents(argv: string[], io: CliIo): Promise<number> {
     logger.info("stopped", { objects: watcher.snapshot().items.length });
     return 0;
   } catch (err) {
-    logger.error("appwatch failed", { error: (err as Error).message });
     if (err instanceof ClusterChoiceError) {
       io.stderr(`appwatch events: ${err.message}`);
       return 2;
     }
+    logger.error("appwatch failed", { error: (err as Error).message });
     return 1;
   } finally {
     await cluster?.close().catch(() => {});

@@ -286,9 +286,11 @@ describe("live app board in headless Chromium", { skip }, () => {
       assert.deepEqual(byPhase.slice(0, 3), ["FAILED", "DEPLOYING", "DEPLOYING"], byPhase.join(" "));
       assert.equal(await page.locator('th[data-sort="phase"]').getAttribute("aria-sort"), "ascending");
       assert.match(await page.locator("#apps-caption").textContent() ?? "", /sorted by phase/);
-      // An app that turns FAILED moves up while sorted by phase.
+      assert.deepEqual((await rowKeys(page)).slice(0, 3), ["flyte/llm/production/vllm-llama", "flyte/board/dev/rolling", "flyte/board/dev/rolling-b"]);
+      // An app that turns FAILED moves up while sorted by phase: ahead of vllm-llama (same phase, by name).
       cluster.sandbox.updateStatus("services", "flyte", name, { conditions: [{ type: "Ready", status: "False", reason: "RevisionFailed", message: "boom", lastTransitionTime: at }] });
-      await page.waitForFunction(() => document.querySelectorAll("#rows tr")[1]?.getAttribute("data-key") === "flyte/board/dev/rolling", null, { timeout: 10_000 });
+      await expectRows(page, ["flyte/board/dev/rolling", "flyte/llm/production/vllm-llama", "flyte/board/dev/rolling-b", ...(await rowKeys(page)).slice(3)]);
+      assert.deepEqual((await phases()).slice(0, 3), ["FAILED", "FAILED", "DEPLOYING"]);
 
       // Sort by last change: latest first; a change moves an app to the top.
       await page.selectOption("#f-sort", "changed");
