@@ -21,7 +21,9 @@ const freePort = () =>
 
 function run(args, env) {
   // A clean environment as a newcomer has it: no kubeconfig, not in a cluster.
-  const clean = { ...process.env, ...env, KUBECONFIG: "/nonexistent/kubeconfig", HOME: "/tmp/appwatch-newcomer-home" };
+  // (KUBECONFIG unset, not pointed at a missing file: that is an error now, as in kubectl.)
+  const clean = { ...process.env, ...env, HOME: "/tmp/appwatch-newcomer-home" };
+  delete clean.KUBECONFIG;
   delete clean.KUBERNETES_SERVICE_HOST;
   const child = spawn("npm", args, { env: clean, stdio: ["ignore", "pipe", "pipe"], detached: true });
   const out = [];

@@ -15,7 +15,7 @@
  */
 import { existsSync } from "node:fs";
 import { homedir } from "node:os";
-import { join } from "node:path";
+import { delimiter, join, resolve } from "node:path";
 import process from "node:process";
 import { parseWatchArgs, WATCH_HELP, WatchUsageError } from "./client/options.ts";
 import { createLogger, type Logger } from "./log.ts";
@@ -71,37 +71,91 @@ export function parseCli(argv: string[], env: Record<string, string | undefined>
   }
 }
 
-/** True when kubectl would find some cluster configuration. */
+/** The path list in `$KUBECONFIG` (`:`-separated; `;` on Windows), empty entries dropped. */
+function kubeconfigList(env: Record<string, string | undefined>): string[] {
+  return (env.KUBECONFIG ?? "").split(delimiter).filter((p) => p.trim() !== "");
+}
+
+/** True when kubectl would find some cluster configuration (a `$KUBECONFIG` file, `~/.kube/config`, in-cluster). */
 export function clusterConfigExists(env: Record<string, string | undefined> = process.env): boolean {
-  if (env.KUBECONFIG && env.KUBECONFIG.split(/[:;]/).some((p) => p && existsSync(p))) return true;
+  if (kubeconfigList(env).some((p) => existsSync(p))) return true;
   const home = env.HOME || homedir();
-  if (existsSync(join(home, ".kube", "config"))) return true;
+  if (!env.KUBECONFIG && existsSync(join(home, ".kube", "config"))) return true;
   return Boolean(env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT);
 }
 
 /** The settings that choose the cluster (`serve` and `events` share them). */
 export type ClusterSettings = Pick<SettingsOf<"events">, "kubeconfig" | "context" | "namespaces" | "sandbox" | "sandboxPort" | "demoIntervalMs">;
 
+/** A cluster that cannot be chosen as configured (exit code 2, like any configuration error). */
+export class ClusterChoiceError extends Error {
+  override readonly name = "ClusterChoiceError";
+}
+
+/** What {@link chooseCluster} decided. */
+export type ClusterChoice =
+  | { kind: "cluster" }
+  | { kind: "sandbox"; why: "asked" | "no-config" };
+
+const DEMO_HINT = "for demo data without a cluster, pass --sandbox (or APPWATCH_SANDBOX=true)";
+
 /**
- * The one place that chooses the cluster, for `serve` and `events`: the
- * built-in sandbox when `--sandbox` asks for it or when no cluster
- * configuration exists at all (and none is named); else the cluster kubectl
- * would use. The sandbox is loaded only then.
+ * Which cluster to watch, from the settings and the environment alone (nothing is started):
+ *
+ * - `sandbox: true` (`--sandbox`): the sandbox;
+ * - a named kubeconfig or context: that cluster (the loader reports a missing file);
+ * - `$KUBECONFIG` set: its files, like kubectl — missing ones are skipped; when every one is
+ *   missing, the in-cluster account if there is one (client-go's fallback), else an error naming
+ *   the files, never the sandbox;
+ * - `~/.kube/config` (when `$KUBECONFIG` is unset) or the in-cluster account: that cluster;
+ * - nothing at all: the sandbox with a warning, unless `sandbox: false` (`--no-sandbox`) says
+ *   never, which is an error.
  */
-export async function openCluster(s: ClusterSettings, io: { env: Record<string, string | undefined>; logger: Logger }): Promise<ClusterSource> {
-  const named = s.kubeconfig !== undefined || s.context !== undefined;
-  if (!s.sandbox && (named || clusterConfigExists(io.env))) {
-    return await connectCluster({ kubeconfig: s.kubeconfig, context: s.context, namespaces: s.namespaces, env: io.env, logger: io.logger });
+export function chooseCluster(s: Pick<ClusterSettings, "kubeconfig" | "context" | "sandbox">, env: Record<string, string | undefined>): ClusterChoice {
+  if (s.sandbox === true) return { kind: "sandbox", why: "asked" };
+  if (s.kubeconfig !== undefined || s.context !== undefined) return { kind: "cluster" };
+  const inCluster = Boolean(env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT);
+  if (env.KUBECONFIG) {
+    const files = kubeconfigList(env);
+    if (files.some((p) => existsSync(p)) || inCluster) return { kind: "cluster" };
+    const named = files.length ? `names only missing files: ${files.map((f) => resolve(f)).join(", ")}` : `(${JSON.stringify(env.KUBECONFIG)}) names no file`;
+    throw new ClusterChoiceError(`KUBECONFIG ${named}. kubectl would find no cluster either; fix or unset KUBECONFIG, or name a file with --kubeconfig; ${DEMO_HINT}`);
+  }
+  if (clusterConfigExists(env)) return { kind: "cluster" };
+  if (s.sandbox === false) {
+    const home = env.HOME || homedir();
+    throw new ClusterChoiceError(
+      `no cluster configuration found (KUBECONFIG is unset, ${join(home, ".kube", "config")} does not exist, not running in a pod) and the sandbox is turned off (sandbox=false). Pass --kubeconfig or --context, or drop --no-sandbox to get demo data`,
+    );
+  }
+  return { kind: "sandbox", why: "no-config" };
+}
+
+/** The cluster {@link openCluster} opened, and whether it is the sandbox (every surface says so). */
+export interface OpenedCluster {
+  source: ClusterSource;
+  sandbox: boolean;
+}
+
+/**
+ * The one place that chooses the cluster, for `serve` and `events` ({@link chooseCluster}):
+ * the built-in sandbox, loaded only then, or the cluster kubectl would use.
+ */
+export async function openCluster(s: ClusterSettings, io: { env: Record<string, string | undefined>; logger: Logger }): Promise<OpenedCluster> {
+  const choice = chooseCluster(s, io.env);
+  if (choice.kind === "cluster") {
+    const source = await connectCluster({ kubeconfig: s.kubeconfig, context: s.context, namespaces: s.namespaces, env: io.env, logger: io.logger });
+    return { source, sandbox: false };
   }
   const { startSandboxCluster } = await import("./sandbox/mod.ts");
   const sb = await startSandboxCluster({ port: s.sandboxPort ?? 0, namespaces: s.namespaces, demoIntervalMs: s.demoIntervalMs, logger: io.logger.child({ component: "sandbox" }) });
   io.logger.warn(
-    s.sandbox
+    choice.why === "asked"
       ? "SANDBOX MODE (--sandbox): demo apps from a built-in fake Kubernetes API, not a real cluster"
-      : "SANDBOX MODE: no cluster configuration found ($KUBECONFIG, ~/.kube/config, in-cluster), so appwatch watches demo apps on a built-in fake Kubernetes API. Pass --kubeconfig or --context to watch a real cluster.",
+      : "SANDBOX MODE: no cluster configuration found ($KUBECONFIG, ~/.kube/config, in-cluster), so appwatch watches demo apps on a built-in fake Kubernetes API. Pass --kubeconfig or --context to watch a real cluster, or --no-sandbox to fail instead.",
     { sandbox: sb.url },
   );
-  return sb;
+  return { source: sb, sandbox: true };
 }
 
 /** Formats one event as the JSON line printed on stdout. */
@@ -185,9 +239,13 @@ async function runServe(argv: string[], io: CliIo): Promise<number> {
   const { startService } = await import("./service/server.ts");
   let service;
   try {
-    const cluster = await openCluster(loaded.settings, { env, logger });
-    service = await startService(loaded.settings, { logger, cluster });
+    const opened = await openCluster(loaded.settings, { env, logger });
+    service = await startService(loaded.settings, { logger, cluster: opened.source, sandbox: opened.sandbox });
   } catch (err) {
+    if (err instanceof ClusterChoiceError) {
+      io.stderr(`appwatch: ${err.message}`);
+      return 2;
+    }
     logger.error("appwatch could not start", { error: err instanceof Error ? err.message : String(err) });
     return 1;
   }
@@ -251,7 +309,7 @@ export async function runEvents(argv: string[], io: CliIo): Promise<number> {
   const logger = createLogger({ level: options.logLevel, sink: io.stderr });
   let cluster: ClusterSource | undefined;
   try {
-    cluster = await openCluster(options, { env, logger });
+    cluster = (await openCluster(options, { env, logger })).source;
     const namespaces = cluster.namespaces.includes("*") ? [] : [...cluster.namespaces];
     logger.info("watching", { server: cluster.describe, namespaces: namespaces.length ? namespaces : "*", selector: options.selector });
     const watcher = createWatcher({
@@ -270,6 +328,10 @@ export async function runEvents(argv: string[], io: CliIo): Promise<number> {
     logger.info("stopped", { objects: watcher.snapshot().items.length });
     return 0;
   } catch (err) {
+    if (err instanceof ClusterChoiceError) {
+      io.stderr(`appwatch events: ${err.message}`);
+      return 2;
+    }
     logger.error("appwatch failed", { error: (err as Error).message });
     return 1;
   } finally {

@@ -12,11 +12,14 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdir } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
+import { gunzipSync } from "node:zlib";
 import { createLogger } from "../src/log.ts";
 import { seedDemo } from "../src/sandbox/demo.ts";
+import { startSandboxCluster } from "../src/sandbox/cluster.ts";
 import { connectCluster, type RunningService, startService } from "../src/service/server.ts";
 import { BOARD_ASSETS, BOARD_CSP } from "../src/service/board/route.ts";
+import { BOARD_JS } from "../src/service/board/page.ts";
 import { type Browser, browserSkip, collectErrors, CONNECTION_NOISE, launchChromium, type Page } from "./helpers/browser.ts";
 import { freePort, startRestartableSandbox, writeKubeconfig } from "./helpers/restartable-sandbox.ts";
 import { http, ksvc, ksvcName, startTestService, testSettings, type TestService, within } from "./helpers/service.ts";
@@ -28,6 +31,59 @@ function readyOnly(status: "True" | "Unknown", message: string): Record<string, 
   return { conditions: [{ type: "Ready", status, message, lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, "Z") }] };
 }
 const ARTIFACTS = "test-artifacts";
+
+type Cond = { deploymentStatus?: string; message?: string };
+/** The page's own message rule, taken out of the shipped script (it has no imports or DOM use). */
+function pageMessageRule(): { decidingMessage: (conds: Cond[], phase: string) => string; phaseOf: (c: Cond) => string; placeholders: string[] } {
+  const line = (from: string) => BOARD_JS.slice(BOARD_JS.indexOf(from), BOARD_JS.indexOf("\n", BOARD_JS.indexOf(from)));
+  const fns = BOARD_JS.slice(BOARD_JS.indexOf("const phaseOf"), BOARD_JS.indexOf("function toRow"));
+  assert.ok(line("const PLACEHOLDERS").length > 20 && fns.includes("function decidingMessage"), "the rule is where the test looks for it");
+  return new Function(`${line("const PLACEHOLDERS")}\n${fns}\nreturn { decidingMessage, phaseOf, placeholders: PLACEHOLDERS };`)();
+}
+
+const gunzipLines = async (path: string) => gunzipSync(await readFile(new URL(path, import.meta.url))).toString("utf8").split("\n").filter(Boolean);
+
+describe("the board's message rule over Flyte's golden apps", () => {
+  test("a DEPLOYING app never shows a placeholder when a condition has a real message; in Knative's order it shows Ready's", async () => {
+    const rule = pageMessageRule();
+    const vectors = new Map((await gunzipLines("./fixtures/flyte-golden/vectors.ndjson.gz")).map((l) => {
+      const v = JSON.parse(l) as { id: string; ksvc?: { status?: { conditions?: { type?: string; status?: string; reason?: string; message?: string }[] } } };
+      return [v.id, v] as const;
+    }));
+    let deploying = 0;
+    let knativeOrder = 0;
+    for (const l of await gunzipLines("./fixtures/flyte-golden/flyte.ndjson.gz")) {
+      const g = JSON.parse(l) as { id: string; outcome: string; app?: string };
+      if (g.outcome !== "app") continue;
+      const conds = ((JSON.parse(g.app!) as { status?: { conditions?: Cond[] } }).status?.conditions) ?? [];
+      if (conds.length === 0 || rule.phaseOf(conds.at(-1)!) !== "DEPLOYING") continue;
+      deploying++;
+      const shown = rule.decidingMessage(conds, "DEPLOYING");
+      const real = conds.some((c) => c.message && !rule.placeholders.includes(c.message));
+      if (real) assert.ok(shown !== "" && !rule.placeholders.includes(shown), `${g.id}: ${JSON.stringify(shown)}`);
+      // Knative's stored order (sorted by type): the Ready condition's message decides.
+      const kc = vectors.get(g.id)?.ksvc?.status?.conditions ?? [];
+      const types = kc.map((c) => String(c.type));
+      const ready = kc.find((c) => c.type === "Ready");
+      if (types.join() !== "ConfigurationsReady,Ready,RoutesReady" || !ready || ready.status === "True" || !(ready.reason || ready.message)) continue;
+      knativeOrder++;
+      assert.equal(shown, ready.reason ? `${ready.reason}: ${ready.message ?? ""}` : ready.message, g.id);
+    }
+    assert.ok(deploying > 100 && knativeOrder > 5, `enough cases: ${deploying} DEPLOYING, ${knativeOrder} in Knative's order`);
+  });
+
+  test("the rule's edges: DEPLOYING prefers a not-True condition; other phases their own; placeholders last", () => {
+    const { decidingMessage } = pageMessageRule();
+    const c = (phase: string, message?: string): Cond => ({ deploymentStatus: `DEPLOYMENT_STATUS_${phase}`, ...(message !== undefined ? { message } : {}) });
+    assert.equal(decidingMessage([c("PENDING", "RevisionMissing: waiting"), c("DEPLOYING", "Routes are ready")], "DEPLOYING"), "RevisionMissing: waiting");
+    assert.equal(decidingMessage([c("FAILED", "Service is ready"), c("DEPLOYING", "RevisionMissing: x")], "DEPLOYING"), "RevisionMissing: x");
+    assert.equal(decidingMessage([c("DEPLOYING", "Configuration is ready"), c("DEPLOYING", "Routes are ready")], "DEPLOYING"), "Routes are ready");
+    assert.equal(decidingMessage([c("FAILED", "RevisionFailed: boom"), c("FAILED", "Routes are ready")], "FAILED"), "RevisionFailed: boom");
+    assert.equal(decidingMessage([c("ACTIVE", "Routes are ready")], "ACTIVE"), "Routes are ready");
+    assert.equal(decidingMessage([c("PENDING")], "PENDING"), "");
+    assert.equal(decidingMessage([], "UNSPECIFIED"), "");
+  });
+});
 
 /** The text of every rendered row's app key, in order. */
 function rowKeys(page: Page): Promise<string[]> {
@@ -170,6 +226,95 @@ describe("live app board in headless Chromium", { skip }, () => {
     }
   });
 
+  test("at an incident: sandbox mode in the header, the message that decides a DEPLOYING phase, sort by phase and by last change", async () => {
+    const logs: string[] = [];
+    const cluster = await startSandboxCluster({ demoIntervalMs: 0 });
+    const s = await startService(testSettings(), { logger: createLogger({ level: "warn", sink: (l) => logs.push(l) }), cluster, sandbox: true });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    const errors = collectErrors(page);
+    try {
+      await within(s.watching, "the initial sync");
+      await page.goto(`${s.url}/`);
+      await page.waitForSelector("#conn[data-state=live]", { timeout: 10_000 });
+      // Sandbox mode: a badge in the header, a tinted header, the title.
+      await page.waitForSelector("#w-sandbox:not([hidden])", { timeout: 5_000 });
+      assert.equal(await page.locator("#w-sandbox").textContent(), "SANDBOX: demo data, not a real cluster");
+      assert.equal(await page.title(), "[SANDBOX] appwatch: Flyte apps");
+      assert.equal(await page.evaluate(() => document.body.classList.contains("sandbox-mode")), true);
+      assert.equal(await page.locator("#w-cluster").textContent(), new URL(cluster.url).host);
+      assert.equal(await page.locator("#w-ns").textContent(), "flyte");
+
+      // A rollout as Knative reports it (the demo's "rolling" state): ConfigurationsReady and Ready
+      // Unknown (RevisionMissing), RoutesReady True last. The phase is DEPLOYING because Ready is not
+      // True, so Ready's message is shown, not the last condition's placeholder "Routes are ready".
+      const at = "2026-01-02T03:04:05Z";
+      const waiting = 'Configuration "rolling" is waiting for a Revision to become ready.';
+      const rollout = (ready: Record<string, string>) => ({
+        conditions: [
+          { type: "ConfigurationsReady", status: "Unknown", reason: "RevisionMissing", message: waiting, lastTransitionTime: at },
+          { type: "Ready", lastTransitionTime: at, ...ready },
+          { type: "RoutesReady", status: "True", lastTransitionTime: at },
+        ],
+      });
+      const name = ksvcName("board", "dev", "rolling");
+      cluster.sandbox.create("services", ksvc("board", "dev", "rolling"));
+      cluster.sandbox.updateStatus("services", "flyte", name, rollout({ status: "Unknown", reason: "RevisionMissing", message: waiting }));
+      const rolling = row(page, "flyte/board/dev/rolling");
+      await page.waitForFunction(() => document.querySelector('#rows tr[data-key="flyte/board/dev/rolling"] .badge')?.textContent === "DEPLOYING", null, { timeout: 10_000 });
+      assert.equal(await rolling.locator(".msg").textContent(), `RevisionMissing: ${waiting}`);
+      // Ready with its own reason (ConfigurationsReady True): Ready's message, not ConfigurationsReady's placeholder.
+      cluster.sandbox.updateStatus("services", "flyte", name, {
+        conditions: [
+          { type: "ConfigurationsReady", status: "True", lastTransitionTime: at },
+          { type: "Ready", status: "Unknown", reason: "Deploying", message: "Revision rolling-00002 is starting", lastTransitionTime: at },
+          { type: "RoutesReady", status: "True", lastTransitionTime: at },
+        ],
+      });
+      await page.waitForFunction(() => document.querySelector('#rows tr[data-key="flyte/board/dev/rolling"] .msg')?.textContent === "Deploying: Revision rolling-00002 is starting", null, { timeout: 10_000 });
+      assert.equal(await rolling.locator(".badge").textContent(), "DEPLOYING");
+      // A second rollout, for the sort below.
+      cluster.sandbox.create("services", ksvc("board", "dev", "rolling-b"));
+      cluster.sandbox.updateStatus("services", "flyte", ksvcName("board", "dev", "rolling-b"), rollout({ status: "Unknown", reason: "RevisionMissing", message: waiting }));
+      await page.waitForFunction(() => document.querySelector('#rows tr[data-key="flyte/board/dev/rolling-b"] .badge')?.textContent === "DEPLOYING", null, { timeout: 10_000 });
+
+      // Sort by phase: trouble first (FAILED, then DEPLOYING), ties by name.
+      const phases = () => page.$$eval("#rows tr .badge", (els: HTMLElement[]) => els.map((e) => e.textContent ?? ""));
+      await page.selectOption("#f-sort", "phase");
+      await page.waitForFunction(() => document.querySelector("#rows tr .badge")?.textContent === "FAILED", null, { timeout: 5_000 });
+      const byPhase = await phases();
+      assert.deepEqual(byPhase.slice(0, 3), ["FAILED", "DEPLOYING", "DEPLOYING"], byPhase.join(" "));
+      assert.equal(await page.locator('th[data-sort="phase"]').getAttribute("aria-sort"), "ascending");
+      assert.match(await page.locator("#apps-caption").textContent() ?? "", /sorted by phase/);
+      assert.deepEqual((await rowKeys(page)).slice(0, 3), ["flyte/llm/production/vllm-llama", "flyte/board/dev/rolling", "flyte/board/dev/rolling-b"]);
+      // An app that turns FAILED moves up while sorted by phase: ahead of vllm-llama (same phase, by name).
+      cluster.sandbox.updateStatus("services", "flyte", name, { conditions: [{ type: "Ready", status: "False", reason: "RevisionFailed", message: "boom", lastTransitionTime: at }] });
+      await expectRows(page, ["flyte/board/dev/rolling", "flyte/llm/production/vllm-llama", "flyte/board/dev/rolling-b", ...(await rowKeys(page)).slice(3)]);
+      assert.deepEqual((await phases()).slice(0, 3), ["FAILED", "FAILED", "DEPLOYING"]);
+
+      // Sort by last change: latest first; a change moves an app to the top.
+      await page.selectOption("#f-sort", "changed");
+      const changedTimes = () => page.$$eval("#rows tr td.changed time", (els: HTMLTimeElement[]) => els.map((e) => e.dateTime));
+      await page.waitForFunction(() => document.querySelector('th[data-sort="changed"]')?.getAttribute("aria-sort") === "descending", null, { timeout: 5_000 });
+      const times = await changedTimes();
+      assert.deepEqual(times, [...times].sort().reverse(), `latest first: ${times.join(" ")}`);
+      const later = new Date(Date.now() + 60_000).toISOString().replace(/\.\d+Z$/, "Z");
+      cluster.sandbox.updateStatus("services", "flyte", name, readyOnly("True", "fixed"));
+      cluster.sandbox.updateStatus("services", "flyte", ksvcName("llm", "development", "gradio-chat"), { conditions: [{ type: "Ready", status: "True", message: "newest", lastTransitionTime: later }] });
+      await page.waitForFunction(() => document.querySelector("#rows tr")?.getAttribute("data-key") === "flyte/llm/development/gradio-chat", null, { timeout: 10_000 });
+      const keys = await rowKeys(page);
+      await page.selectOption("#f-sort", "name");
+      await expectRows(page, [...keys].sort()); // back to name order
+      assert.equal(await page.locator("#apps.is-stale").count(), 0);
+      await mkdir(ARTIFACTS, { recursive: true });
+      await page.screenshot({ path: `${ARTIFACTS}/board-sandbox.png`, fullPage: true });
+      assert.deepEqual(errors, [], "no console errors or exceptions in the page");
+    } finally {
+      await context.close();
+      await s.stop();
+    }
+  });
+
   test("with bearer auth: #token= in the URL works; without it the page asks for one", async () => {
     const s = await startTestService({ authTokens: ["s3cret-token"] });
     const context = await browser.newContext();
@@ -209,6 +354,7 @@ describe("live app board in headless Chromium", { skip }, () => {
     };
     let s: RunningService | undefined;
     const context = await browser.newContext();
+    await mkdir(ARTIFACTS, { recursive: true });
     try {
       seedDemo(rs.sandbox, { namespace: "flyte", count: 3 });
       s = await start();
@@ -218,10 +364,24 @@ describe("live app board in headless Chromium", { skip }, () => {
       await page.waitForSelector("#conn[data-state=live]", { timeout: 10_000 });
       const before = await rowKeys(page);
       assert.equal(before.length, 3);
+      // The header names the cluster and namespace; a real cluster is not the sandbox.
+      await page.waitForFunction((host: string) => document.getElementById("w-cluster")?.textContent === host, new URL(rs.url).host, { timeout: 5_000 });
+      assert.equal(await page.locator("#w-ns").textContent(), "flyte");
+      assert.equal(await page.locator("#w-sandbox").isVisible(), false);
+      assert.equal(await page.title(), "appwatch: Flyte apps");
+      assert.equal(await page.locator("#stale").isVisible(), false, "live: not stale");
+      assert.doesNotMatch(await page.locator("#apps").getAttribute("class") ?? "", /is-stale/);
 
       await s.stop();
       s = undefined;
       await page.waitForSelector("#conn[data-state=reconnecting]", { timeout: 10_000 });
+      // Disconnected: the rows are marked stale, with the time of the last frame from the server.
+      await page.waitForSelector("#apps.is-stale", { timeout: 5_000 });
+      assert.equal(await page.locator("#stale").isVisible(), true);
+      assert.match(await page.locator("#stale").textContent() ?? "", /^Disconnected: the rows below may be out of date; last update from the server at \d\d:\d\d:\d\d/);
+      const dimmed = await page.$eval("#rows", (el: HTMLElement) => Number(getComputedStyle(el).opacity));
+      assert.ok(dimmed < 1, `rows are dimmed (opacity ${dimmed})`);
+      await page.screenshot({ path: `${ARTIFACTS}/board-stale.png`, fullPage: true });
       // Changes while the server is away: one app goes, one comes.
       rs.sandbox.delete("services", "flyte", rs.sandbox.list("services")[0]!.metadata!.name!);
       rs.sandbox.create("services", ksvc("board", "dev", "while-down"));
@@ -229,6 +389,8 @@ describe("live app board in headless Chromium", { skip }, () => {
       s = await start();
       await page.waitForSelector('#rows tr[data-key="flyte/board/dev/while-down"]', { timeout: 20_000 });
       await page.waitForSelector("#conn[data-state=live]", { timeout: 10_000 });
+      assert.equal(await page.locator("#apps.is-stale").count(), 0, "live again: not stale");
+      assert.equal(await page.locator("#stale").isVisible(), false);
       const keys = await rowKeys(page);
       assert.equal(keys.length, 3);
       assert.ok(!keys.includes(before.find((k) => !keys.includes(k))!) && keys.filter((k) => before.includes(k)).length === 2, `one app gone, one new: ${keys.join(", ")}`);

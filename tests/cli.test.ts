@@ -1,14 +1,15 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { delimiter, join } from "node:path";
 import process from "node:process";
-import { EVENTS_HELP, formatEvent, HELP, parseCli, runCli, SERVE_HELP, UsageError, WATCH_HELP } from "../src/cli.ts";
+import { chooseCluster, ClusterChoiceError, EVENTS_HELP, formatEvent, HELP, parseCli, runCli, SERVE_HELP, UsageError, WATCH_HELP } from "../src/cli.ts";
 import { runtimeName } from "../src/runtime.ts";
 import { DEFAULT_URL } from "../src/client/options.ts";
-import { startSandbox } from "../src/sandbox/mod.ts";
+import { describeStart } from "../src/client/watch.ts";
+import { seedDemo, startSandbox } from "../src/sandbox/mod.ts";
 import { startScripted, status } from "./helpers/scripted.ts";
 
 const DEFAULT_URL_TEXT = DEFAULT_URL;
@@ -18,7 +19,7 @@ describe("appwatch events options", () => {
     const o = parseCli([]);
     // Optional settings (kubeconfig, context, sandboxPort) are absent unless set.
     assert.deepEqual(o, {
-      help: false, sandbox: false, demoIntervalMs: 2000,
+      help: false, demoIntervalMs: 2000,
       namespaces: [], selector: "flyte.org/app-managed=true", initialList: "auto", idleTimeoutSeconds: 60,
       output: "events", logLevel: "info",
     });
@@ -59,6 +60,144 @@ describe("appwatch events options", () => {
     assert.deepEqual(full.object, obj);
     const synced = JSON.parse(formatEvent({ type: "synced", phase: "resync", resourceVersion: "9", cause: "expired" }, "events", 3));
     assert.deepEqual([synced.type, synced.phase, synced.objects, synced.cause], ["synced", "resync", 3, "expired"]);
+  });
+});
+
+describe("choosing the cluster: never demo data by accident", () => {
+  let root = "";
+  const dirs = async () => {
+    root = await mkdtemp(join(tmpdir(), "appwatch-choose-"));
+    const empty = join(root, "empty-home");
+    const withConfig = join(root, "home");
+    await mkdir(join(withConfig, ".kube"), { recursive: true });
+    await mkdir(empty, { recursive: true });
+    await writeFile(join(withConfig, ".kube", "config"), "apiVersion: v1\nkind: Config\n");
+    return { empty, withConfig };
+  };
+  const choiceError = (fn: () => unknown): string => {
+    try {
+      fn();
+    } catch (err) {
+      assert.ok(err instanceof ClusterChoiceError, String(err));
+      return err.message;
+    }
+    return assert.fail("expected a ClusterChoiceError");
+  };
+
+  test("the sandbox only when asked or when no cluster configuration exists at all", async () => {
+    const { empty, withConfig } = await dirs();
+    try {
+      const inPod = { KUBERNETES_SERVICE_HOST: "10.0.0.1", KUBERNETES_SERVICE_PORT: "443" };
+      assert.deepEqual(chooseCluster({}, { HOME: empty }), { kind: "sandbox", why: "no-config" });
+      assert.deepEqual(chooseCluster({ sandbox: true }, { HOME: withConfig }), { kind: "sandbox", why: "asked" });
+      assert.deepEqual(chooseCluster({}, { HOME: withConfig }), { kind: "cluster" });
+      assert.deepEqual(chooseCluster({}, { HOME: empty, ...inPod }), { kind: "cluster" });
+      assert.deepEqual(chooseCluster({ kubeconfig: "/nowhere" }, { HOME: empty }), { kind: "cluster" }, "a named file: the loader says it is missing");
+      assert.deepEqual(chooseCluster({ context: "prod" }, { HOME: empty }), { kind: "cluster" });
+      const kc = join(withConfig, ".kube", "config");
+      assert.deepEqual(chooseCluster({}, { HOME: empty, KUBECONFIG: [join(root, "gone"), kc].join(delimiter) }), { kind: "cluster" }, "one existing file is enough");
+      // client-go falls back to in-cluster when every KUBECONFIG file is missing.
+      assert.deepEqual(chooseCluster({}, { HOME: empty, KUBECONFIG: join(root, "gone"), ...inPod }), { kind: "cluster" });
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  test("KUBECONFIG naming only missing files is an error naming them and --sandbox, with or without ~/.kube/config", async () => {
+    const { empty, withConfig } = await dirs();
+    try {
+      const gone = [join(root, "gone-a"), join(root, "gone-b")];
+      for (const home of [empty, withConfig]) {
+        for (const sandbox of [undefined, false]) {
+          const msg = choiceError(() => chooseCluster({ ...(sandbox === undefined ? {} : { sandbox }) }, { HOME: home, KUBECONFIG: gone.join(delimiter) }));
+          assert.match(msg, new RegExp(`^KUBECONFIG names only missing files: ${gone.join(", ").replace(/[\\/.]/g, "\\$&")}\\.`));
+          assert.match(msg, /pass --sandbox/);
+        }
+      }
+      assert.match(choiceError(() => chooseCluster({}, { HOME: empty, KUBECONFIG: delimiter })), /^KUBECONFIG \(".*"\) names no file/);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  test("sandbox=false turns the fallback off: no cluster configuration is then an error, not demo data", async () => {
+    const { empty, withConfig } = await dirs();
+    try {
+      assert.match(choiceError(() => chooseCluster({ sandbox: false }, { HOME: empty })), /^no cluster configuration found \(KUBECONFIG is unset, .*empty-home\/\.kube\/config does not exist, not running in a pod\) and the sandbox is turned off/);
+      assert.deepEqual(chooseCluster({ sandbox: false }, { HOME: withConfig }), { kind: "cluster" });
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  test("--no-sandbox, --sandbox=false, APPWATCH_SANDBOX=false and sandbox: false in the file all say false; serve and events then exit 2", async () => {
+    const { empty } = await dirs();
+    try {
+      const readFile = (p: string) => {
+        if (p === "/off.yaml") return "sandbox: false\n";
+        if (p === "/on.yaml") return "sandbox: true\n";
+        throw Object.assign(new Error("ENOENT"), { code: "ENOENT" });
+      };
+      const forms: [string[], Record<string, string>][] = [
+        [["--no-sandbox"], {}],
+        [["--sandbox=false"], {}],
+        [["--sandbox=no"], {}],
+        [[], { APPWATCH_SANDBOX: "false" }],
+        [[], { APPWATCH_SANDBOX: "0" }],
+        [["--config", "/off.yaml"], {}],
+        [["--no-sandbox"], { APPWATCH_SANDBOX: "true" }], // flags over the environment
+        [["--config", "/on.yaml"], { APPWATCH_SANDBOX: "off" }], // the environment over the file
+      ];
+      for (const [argv, env] of forms) {
+        const label = `${argv.join(" ")} ${JSON.stringify(env)}`;
+        assert.equal(parseCli(argv, env, readFile).sandbox, false, label);
+        for (const command of ["serve", "events"]) {
+          const out: string[] = [];
+          const err: string[] = [];
+          const code = await runCli([command, ...argv], { stdout: (l) => out.push(l), stderr: (l) => err.push(l), signal: new AbortController().signal, env: { ...env, HOME: empty }, readFile });
+          assert.equal(code, 2, `${command} ${label}: ${err.join("\n")}`);
+          assert.match(err.join("\n"), /no cluster configuration found .* the sandbox is turned off/, label);
+          assert.ok(!err.join("\n").includes("SANDBOX MODE"), label);
+        }
+      }
+      assert.equal(parseCli(["--sandbox=true"], {}).sandbox, true);
+      assert.equal(parseCli(["--sandbox=yes"], {}).sandbox, true);
+      assert.equal(parseCli(["--no-sandbox", "--no-sandbox"], {}).sandbox, false, "repeating one form is fine");
+      assert.equal(parseCli([], {}).sandbox, undefined, "unset: auto");
+      assert.throws(() => parseCli(["--sandbox=maybe"], {}), /--sandbox: must be true or false; got "maybe"/);
+      assert.throws(() => parseCli(["--no-sandbox=true"], {}), /--no-sandbox: takes no value/);
+      assert.throws(() => parseCli(["--sandbox", "--no-sandbox"], {}), /--sandbox: --no-sandbox contradicts an earlier --sandbox/);
+      assert.throws(() => parseCli([], { APPWATCH_SANDBOX: "nope" }), /APPWATCH_SANDBOX: must be true or false; got "nope"/);
+      assert.throws(() => parseCli(["--config", "/bad.yaml"], {}, (p) => (p === "/bad.yaml" ? "sandbox: maybe\n" : "")), /\/bad\.yaml: sandbox: must be true or false; got "maybe"/);
+      // A value of another flag that looks like --no-sandbox is that flag's value, not the switch.
+      assert.throws(() => parseCli(["--kubeconfig", "--no-sandbox"], {}), (e: unknown) => e instanceof UsageError);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  test("appwatch watch's human output says SANDBOX when the start frame does", () => {
+    assert.equal(describeStart({ mode: "snapshot", apps: 6, sandbox: true }), "snapshot (6 apps)  SANDBOX: demo data, not a real cluster");
+    assert.equal(describeStart({ mode: "resumed", replayed: 2, sandbox: true }), "resumed (2 replayed)  SANDBOX: demo data, not a real cluster");
+    assert.equal(describeStart({ mode: "snapshot", apps: 1 }), "snapshot (1 app)");
+    assert.equal(describeStart({ mode: "live" }), "live (no snapshot)");
+  });
+
+  test("serve with KUBECONFIG naming a missing file exits 2 and says so; no demo data, nothing listens", async () => {
+    const { withConfig } = await dirs();
+    try {
+      const out: string[] = [];
+      const err: string[] = [];
+      const missing = join(root, "typo", "config");
+      const code = await runCli(["--port", "0", "--host", "127.0.0.1"], { stdout: (l) => out.push(l), stderr: (l) => err.push(l), signal: new AbortController().signal, env: { HOME: withConfig, KUBECONFIG: missing } });
+      assert.equal(code, 2, err.join("\n"));
+      const text = err.join("\n");
+      assert.ok(text.includes(`appwatch: KUBECONFIG names only missing files: ${missing}.`), text);
+      assert.match(text, /pass --sandbox/);
+      assert.ok(!text.includes("SANDBOX MODE") && !text.includes("appwatch listening"), text);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 });
 
@@ -131,6 +270,51 @@ current-context: c
   });
 });
 
+describe("a real cluster says it is not the sandbox", () => {
+  test("serve --kubeconfig: /readyz without a sandbox note, appwatch_sandbox 0, /v1/info names the API server and namespace, start frames carry no sandbox field", async () => {
+    const api = await startSandbox({});
+    seedDemo(api.sandbox, { namespace: "team", count: 2 });
+    const dir = await mkdtemp(join(tmpdir(), "appwatch-kc-"));
+    const stop = new AbortController();
+    let run: Promise<number> | undefined;
+    try {
+      const kubeconfig = join(dir, "config");
+      await writeFile(kubeconfig, `apiVersion: v1
+kind: Config
+clusters: [{name: s, cluster: {server: "${api.url}"}}]
+users: [{name: u, user: {}}]
+contexts: [{name: c, context: {cluster: s, user: u, namespace: team}}]
+current-context: c
+`);
+      const lines: string[] = [];
+      let onReady: (url: string) => void = () => {};
+      const ready = new Promise<string>((resolve) => (onReady = resolve));
+      const stderr = (l: string) => {
+        lines.push(l);
+        if (l.includes('"initial sync done; ready"')) onReady(JSON.parse(lines.find((x) => x.includes('"appwatch listening"'))!).url);
+      };
+      run = runCli(["--kubeconfig", kubeconfig, "--port", "0", "--host", "127.0.0.1"], { stdout: () => {}, stderr, signal: stop.signal, env: {} });
+      const url = await Promise.race([ready, run.then((code) => assert.fail(`serve exited ${code}: ${lines.join("\n")}`))]);
+      assert.deepEqual(await (await fetch(`${url}/readyz`)).json(), { status: "ready" });
+      assert.match(await (await fetch(`${url}/metrics`)).text(), /^appwatch_sandbox 0$/m);
+      assert.deepEqual(await (await fetch(`${url}/v1/info`)).json(), { cluster: { host: new URL(api.url).host, namespaces: ["team"] }, sandbox: false });
+      const sse = await fetch(`${url}/v1/watch`, { headers: { accept: "text/event-stream" } });
+      const reader = sse.body!.getReader();
+      let text = "";
+      const startBlock = () => text.split("\n\n").find((b) => b.startsWith("event: start\n") && text.includes(`${b}\n\n`));
+      while (!startBlock()) text += new TextDecoder().decode((await reader.read()).value);
+      await reader.cancel();
+      assert.equal(startBlock(), 'event: start\ndata: {"start":{"mode":"snapshot","apps":2}}');
+      assert.ok(!lines.some((l) => l.includes("SANDBOX MODE")));
+    } finally {
+      stop.abort();
+      if (run) assert.equal(await run, 0);
+      await api.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 /** Runs src/main.ts on the current runtime as a child process. */
 function spawnCli(args: string[], env: Record<string, string | undefined>) {
   const rt = runtimeName();
@@ -198,10 +382,20 @@ describe("CLI end to end (a child process on this runtime)", () => {
       assert.match(url, /^http:\/\/127\.0\.0\.1:\d+$/);
       const apps = await fetch(`${url}/v1/apps`, { headers: { authorization: "Bearer e2e-secret-token" } });
       assert.equal(((await apps.json()) as { apps: unknown[] }).apps.length, 6);
+      // Every surface says the data is the sandbox's.
+      const ready = await fetch(`${url}/readyz`);
+      assert.equal(ready.status, 200);
+      assert.deepEqual(await ready.json(), { status: "ready", sandbox: true, note: "SANDBOX MODE: demo apps from the built-in fake Kubernetes API, not a real cluster" });
+      assert.match(await (await fetch(`${url}/metrics`)).text(), /^appwatch_sandbox 1$/m);
+      const info = await (await fetch(`${url}/v1/info`, { headers: { authorization: "Bearer e2e-secret-token" } })).json() as { cluster: { host: string; namespaces: string[] }; sandbox: boolean };
+      assert.equal(info.sandbox, true);
+      assert.deepEqual(info.cluster.namespaces, ["flyte"]);
+      assert.match(info.cluster.host, /^127\.0\.0\.1:\d+$/);
+      assert.equal((await fetch(`${url}/v1/info`)).status, 401, "/v1/info is behind the bearer token like every /v1 route");
 
       watcher = spawnCli(["watch", "--url", url, "-o", "json", "--project", "llm", "--domain", "development"], { ...process.env, NO_COLOR: "1", APPWATCH_TOKEN: "e2e-secret-token" });
       await watcher.until(() => watcher!.stdout.some((l) => l.includes('"synced"')), "the watch client's snapshot");
-      assert.deepEqual(JSON.parse(watcher.stdout[0]!), { start: { mode: "snapshot", apps: 1 } });
+      assert.deepEqual(JSON.parse(watcher.stdout[0]!), { start: { mode: "snapshot", apps: 1, sandbox: true } });
       watcher.child.kill("SIGINT");
       assert.equal(await watcher.exited, 0);
       assert.match(watcher.stderr(), /"msg":"stopped","resume":"/);

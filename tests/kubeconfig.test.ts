@@ -443,6 +443,26 @@ describe("in-cluster", () => {
     );
   });
 
+  test("KUBECONFIG naming only missing files: client-go's warning, then in-cluster if there is one, else an error naming the files (never ~/.kube/config)", async () => {
+    const homeConfig = await write("current-context: e\nclusters: [{name: c, cluster: {server: https://home}}]\ncontexts: [{name: e, context: {cluster: c}}]\n", "home-missing/.kube");
+    const gone = [join(root, "gone", "a"), join(root, "gone", "b")];
+    const lines: string[] = [];
+    const logger = createLogger({ sink: (l) => lines.push(l) });
+    assert.equal(
+      await loadError({ env: { KUBECONFIG: gone.join(delimiter) }, homeDir: join(root, "home-missing"), logger }),
+      `no cluster configuration: KUBECONFIG names only missing files (${gone.join(", ")}), and not running in a cluster (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set)`,
+    );
+    assert.ok(homeConfig.startsWith(join(root, "home-missing")), "a ~/.kube/config that KUBECONFIG hides");
+    const warn = lines.map((l) => JSON.parse(l) as { level: string; msg: string; missing?: string[] }).find((l) => l.msg === "KUBECONFIG: config not found");
+    assert.deepEqual([warn?.level, warn?.missing], ["warn", gone]);
+    assert.equal(await loadError({ env: { KUBECONFIG: delimiter } }), `no cluster configuration: KUBECONFIG (${JSON.stringify(delimiter)}) names no file, and not running in a cluster (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set)`);
+    // One existing file among missing ones is enough (the missing ones are skipped without a warning).
+    const one = await write("current-context: e\nclusters: [{name: c, cluster: {server: https://one}}]\ncontexts: [{name: e, context: {cluster: c}}]\n");
+    lines.length = 0;
+    assert.equal((await load({ env: { KUBECONFIG: [gone[0], one].join(delimiter) }, logger })).server, "https://one");
+    assert.ok(!lines.some((l) => l.includes("config not found")));
+  });
+
   test("errors: nothing configured, missing token, empty token", async () => {
     assert.equal(
       await loadError({}),

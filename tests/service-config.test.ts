@@ -136,7 +136,7 @@ describe("serve settings: layers", () => {
     const r = loadSettings({ argv: [], env: {}, readFile: fs.readFile });
     assert.equal(r.command, "serve");
     assert.deepEqual(r.settings, {
-      port: 8080, host: "0.0.0.0", namespaces: [], sandbox: false, logLevel: "info", baseDomain: "", scheme: "", ingressAppsPort: 0,
+      port: 8080, host: "0.0.0.0", namespaces: [], logLevel: "info", baseDomain: "", scheme: "", ingressAppsPort: 0,
       watchBufferSize: 100, slowConsumer: "coalesce", authTokens: [], allowedOrigins: [], maxConnectionsPerClient: 64,
       maxMessageBytes: 4096, heartbeatSeconds: 15, pingSeconds: 30, resumeWindow: 10000, shutdownTimeoutSeconds: 10, demoIntervalMs: 2000,
     });
@@ -351,6 +351,12 @@ describe("serve --help", () => {
       if (flag === "--help" || flag === "--config") continue;
       const o = OPTIONS.find((x) => `--${x.flag}` === flag);
       if (!o && flag === "--all-namespaces") continue;
+      // A boolean without a default lists its false spelling (--no-sandbox); the parser takes it.
+      const negated = OPTIONS.find((x) => x.kind === "bool" && `--no-${x.flag}` === flag);
+      if (!o && negated) {
+        assert.equal((loadSettings({ argv: [flag!], env: {} }).settings as Record<string, unknown>)[negated.key], false, flag);
+        continue;
+      }
       assert.ok(o, `${flag} is in the help but not an option`);
     }
     const long = SERVE_HELP.split("\n").filter((l) => l.length > 100);

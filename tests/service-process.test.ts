@@ -143,10 +143,10 @@ describe("the entry process (serve on the sandbox)", () => {
     await waitFor(() => wsFrames.some((f) => kindOf(f) === "synced") && sseEvents.some((e) => e.event === "synced"), "both snapshots", 20_000);
     // The e2e project is empty: the WebSocket snapshot has no apps; SSE has the demo apps.
     assert.deepEqual(wsFrames.map(kindOf), ["start", "synced"]);
-    assert.deepEqual(wsFrames[0], { start: { mode: "snapshot", apps: 0 } });
+    assert.deepEqual(wsFrames[0], { start: { mode: "snapshot", apps: 0, sandbox: true } });
     const demoApps = sseEvents.filter((e) => e.event === "createEvent").length;
     assert.ok(demoApps >= 1, "the sandbox's demo apps are in the SSE snapshot");
-    assert.deepEqual(sseEvents[0]!.data, { start: { mode: "snapshot", apps: demoApps } });
+    assert.deepEqual(sseEvents[0]!.data, { start: { mode: "snapshot", apps: demoApps, sandbox: true } });
 
     // Drive the cluster over the sandbox's Kubernetes API.
     const post = await fetch(`${sandbox}${KSVC}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(ksvc("e2e", "development", "hello")) });

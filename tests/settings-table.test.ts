@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { EVENTS_HELP, parseCli, SERVE_HELP, UsageError, WATCH_HELP } from "../src/cli.ts";
 import { parseWatchArgs } from "../src/client/options.ts";
 import { DEFAULT_SETTINGS, loadCommand } from "../src/service/config.ts";
-import { type Command, SETTINGS } from "../src/service/settings.ts";
+import { type Command, type SettingDef, SETTINGS } from "../src/service/settings.ts";
 
 const HELP: Record<Command, string> = { serve: SERVE_HELP, watch: WATCH_HELP, events: EVENTS_HELP };
 const COMMANDS = ["serve", "watch", "events"] as const;
@@ -55,6 +55,31 @@ describe("the settings table", () => {
         if (used && "file" in s) assert.ok(HELP[c].includes(`file: ${s.key}`), `${c} --help lacks file: ${s.key}`);
       }
       assert.deepEqual(HELP[c].split("\n").filter((l) => l.length > 100), [], `${c} --help fits in 100 columns`);
+    }
+  });
+
+  test("every two-way boolean reads alike everywhere: --x, --x=<bool>, --no-x, the environment's and the file's words", () => {
+    const rows = (SETTINGS as readonly SettingDef[]).filter((s) => s.type === "bool" && s.flag !== undefined && !s.negate);
+    assert.ok(rows.some((r) => r.key === "sandbox") && rows.some((r) => r.key === "verbose"));
+    for (const r of rows) {
+      for (const c of r.commands) {
+        const read = (argv: string[], env: Record<string, string> = {}, file?: string) =>
+          (loadCommand(c, { argv: file === undefined ? argv : ["--config", "/c.yaml", ...argv], env, readFile: () => file ?? "" }).settings as Record<string, unknown>)[r.key];
+        const label = `${c} ${r.key}`;
+        assert.equal(read([`--${r.flag}`]), true, label);
+        for (const word of ["true", "1", "yes", "on", "TRUE"]) assert.equal(read([`--${r.flag}=${word}`]), true, `${label} =${word}`);
+        for (const word of ["false", "0", "no", "off", "False"]) assert.equal(read([`--${r.flag}=${word}`]), false, `${label} =${word}`);
+        assert.equal(read([`--no-${r.flag}`]), false, label);
+        if (r.env !== undefined) {
+          assert.equal(read([], { [r.env]: "off" }), false, label);
+          assert.equal(read([`--${r.flag}`], { [r.env]: "false" }), true, `${label}: the flag over the environment`);
+        }
+        if (r.file) {
+          assert.equal(read([], {}, `${r.key}: false\n`), false, label);
+          assert.equal(read([`--no-${r.flag}`], {}, `${r.key}: true\n`), false, `${label}: the flag over the file`);
+        }
+        assert.throws(() => read([`--${r.flag}=maybe`]), new RegExp(`--${r.flag}: must be true or false; got "maybe"`), label);
+      }
     }
   });
 

@@ -84,7 +84,7 @@ export type FrameJson = {
   updateEvent?: { updatedApp?: AppJson };
   deleteEvent?: { app?: AppJson };
   resume?: string;
-  start?: { mode?: string; apps?: number; replayed?: number; resumeFailed?: string };
+  start?: { mode?: string; apps?: number; replayed?: number; resumeFailed?: string; sandbox?: boolean };
   synced?: { resume?: string; after?: string };
   heartbeat?: { time?: string; resume?: string };
   pong?: { id?: string };
@@ -123,10 +123,12 @@ export function describeEvent(frame: FrameJson): string | undefined {
 
 /** How a stream started, in words: `snapshot (6 apps)`, `resumed (2 replayed)`, … */
 export function describeStart(start: NonNullable<FrameJson["start"]>): string {
-  if (start.mode === "resumed") return `resumed (${start.replayed ?? 0} replayed)`;
-  if (start.mode === "live") return "live (no snapshot)";
+  // The server's sandbox mode: demo data must never pass for a cluster's.
+  const sandbox = start.sandbox === true ? "  SANDBOX: demo data, not a real cluster" : "";
+  if (start.mode === "resumed") return `resumed (${start.replayed ?? 0} replayed)${sandbox}`;
+  if (start.mode === "live") return `live (no snapshot)${sandbox}`;
   const apps = `${start.apps ?? 0} app${start.apps === 1 ? "" : "s"}`;
-  return start.resumeFailed ? `fresh snapshot (${apps}; resume failed: ${start.resumeFailed})` : `snapshot (${apps})`;
+  return (start.resumeFailed ? `fresh snapshot (${apps}; resume failed: ${start.resumeFailed})` : `snapshot (${apps})`) + sandbox;
 }
 
 const CLOSE_NAMES: Record<number, string> = {

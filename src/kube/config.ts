@@ -128,6 +128,10 @@ export async function loadClusterConfig(options: LoadClusterConfigOptions = {}):
   } else {
     const files = await readKubeconfigFiles(options, env, readFile, logger);
     const merged = mergeKubeconfigs(files.parsed);
+    // client-go: KUBECONFIG entries that do not exist are skipped, and when all are missing it
+    // warns ("Config not found") and goes on with an empty config (in-cluster, else an error).
+    const allMissing = files.fromEnv && files.parsed.length === 0;
+    if (allMissing && files.tried.length > 0) logger.warn("KUBECONFIG: config not found", { missing: files.tried });
     if (files.parsed.length > 0 && !(isEmptyKubeconfig(merged) && !options.context)) {
       config = await resolveKubeconfig(merged, options.context, readFile, logger);
     } else if (options.context) {
@@ -140,7 +144,11 @@ export async function loadClusterConfig(options: LoadClusterConfigOptions = {}):
       const inClusterNote = options.inCluster === false
         ? "in-cluster configuration is disabled"
         : "not running in a cluster (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set)";
-      const what = files.parsed.length > 0 ? `kubeconfig ${filesLabel(files.parsed.map((f) => f.file))} is empty` : `no kubeconfig found (looked at ${files.tried.join(", ")})`;
+      const what = files.parsed.length > 0
+        ? `kubeconfig ${filesLabel(files.parsed.map((f) => f.file))} is empty`
+        : allMissing
+        ? (files.tried.length ? `KUBECONFIG names only missing files (${files.tried.join(", ")})` : `KUBECONFIG (${JSON.stringify(env.KUBECONFIG)}) names no file`)
+        : `no kubeconfig found (looked at ${files.tried.join(", ")})`;
       throw new KubeconfigError(`no cluster configuration: ${what}, and ${inClusterNote}`);
     }
   }
@@ -162,7 +170,7 @@ async function readKubeconfigFiles(
   env: Record<string, string | undefined>,
   readFile: (path: string) => Promise<string>,
   logger: Logger,
-): Promise<{ parsed: ParsedKubeconfig[]; tried: string[] }> {
+): Promise<{ parsed: ParsedKubeconfig[]; tried: string[]; fromEnv: boolean }> {
   if (options.kubeconfig) {
     const file = resolve(options.kubeconfig);
     let text: string;
@@ -171,7 +179,7 @@ async function readKubeconfigFiles(
     } catch (err) {
       throw new KubeconfigError(`kubeconfig ${file}: cannot read file (${errorCode(err)})`);
     }
-    return { parsed: [parseKubeconfig(text, file)], tried: [file] };
+    return { parsed: [parseKubeconfig(text, file)], tried: [file], fromEnv: false };
   }
   let candidates: string[];
   if (env.KUBECONFIG) {
@@ -194,7 +202,7 @@ async function readKubeconfigFiles(
     }
     parsed.push(parseKubeconfig(text, file));
   }
-  return { parsed, tried: candidates };
+  return { parsed, tried: candidates, fromEnv: Boolean(env.KUBECONFIG) };
 }
 
 /** Reads a PEM file named by a kubeconfig field. */

@@ -17,6 +17,7 @@ import { type BearerAuth, createBearerAuth } from "./auth.ts";
 import { mountBoard } from "./board/route.ts";
 import { APP_SERVICE_METHODS, APP_SERVICE_PATH, type AppServiceHandlers, createAppServiceHandlers, mountConnect } from "./connect.ts";
 import { errorResponse } from "./errors.ts";
+import { type ClusterInfo, infoBody, readySandboxNote, UNKNOWN_CLUSTER } from "./info.ts";
 import { type BuildInfo, ServiceMetrics } from "./metrics.ts";
 import { GetAppParamsSchema, issuesOf, ListQuerySchema, parseQuery, type WatchQuery, WatchQuerySchema } from "./schemas.ts";
 import { isRefusal, type StreamRequest, StreamSessions } from "./session.ts";
@@ -57,6 +58,8 @@ export interface CreateAppOptions {
   limits?: Partial<ApiLimits>;
   logger?: Logger;
   build?: BuildInfo;
+  /** What it watches (`/v1/info`) and whether that is the sandbox (`/readyz`, `/metrics`, `start` frames). Default: unknown, not the sandbox. */
+  cluster?: ClusterInfo;
 }
 
 /** What {@link createApp} returns. */
@@ -85,7 +88,7 @@ const DEFAULT_LIMITS: ApiLimits = {
 
 /** Route label for metrics (bounded cardinality). */
 function routeOf(path: string): string {
-  if (path === "/v1/watch" || path === "/v1/apps" || path === "/healthz" || path === "/readyz" || path === "/metrics") return path;
+  if (path === "/v1/watch" || path === "/v1/apps" || path === "/v1/info" || path === "/healthz" || path === "/readyz" || path === "/metrics") return path;
   if (path.startsWith("/v1/apps/")) return "/v1/apps/:project/:domain/:name";
   if (path === "/" || path === "/board/app.js" || path === "/board/app.css") return path;
   const rpc = path.startsWith("/internal/") ? path.slice("/internal".length) : path;
@@ -114,13 +117,14 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
   const client = options.client;
   const limits: ApiLimits = { ...DEFAULT_LIMITS, ...options.limits };
   const log = (options.logger ?? silentLogger).child({ component: "api" });
-  const metrics = new ServiceMetrics(options.build ?? { version: "dev", runtime: "unknown", runtimeVersion: "" });
+  const cluster = options.cluster ?? UNKNOWN_CLUSTER;
+  const metrics = new ServiceMetrics(options.build ?? { version: "dev", runtime: "unknown", runtimeVersion: "" }, { sandbox: cluster.sandbox });
   const auth: BearerAuth | undefined = options.authTokens?.length ? createBearerAuth(options.authTokens) : undefined;
   const origins = options.allowedOrigins?.length ? new Set(options.allowedOrigins) : undefined;
   let closing = false;
   const clock = options.clock ?? realClock;
   const runtime = options.runtime;
-  const sessions = new StreamSessions(client, { ...limits, clock }, metrics, log);
+  const sessions = new StreamSessions(client, { ...limits, clock, sandbox: cluster.sandbox }, metrics, log);
   const streams = new OpenStreams(() => metrics.connectStreams, clock);
   const transport = { sessions, metrics, log, limits, clock, streams };
 
@@ -171,15 +175,19 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
 
   app.get("/healthz", (c) => c.json({ status: "ok" }));
 
+  // The status code says only ready or not; in sandbox mode the body also says the data is fake.
+  const sandboxNote = readySandboxNote(cluster);
   app.get("/readyz", (c) => {
-    if (closing) return c.json({ status: "not ready", reason: "shutting down" }, 503);
-    if (!client.synced) return c.json({ status: "not ready", reason: "initial sync of app KServices not done yet" }, 503);
+    if (closing) return c.json({ status: "not ready", reason: "shutting down", ...sandboxNote }, 503);
+    if (!client.synced) return c.json({ status: "not ready", reason: "initial sync of app KServices not done yet", ...sandboxNote }, 503);
     const h = client.health();
-    if (!h.healthy) return c.json({ status: "not ready", reason: h.reason ?? "watch unhealthy", since: new Date(h.since).toISOString() }, 503);
-    return c.json({ status: "ready" });
+    if (!h.healthy) return c.json({ status: "not ready", reason: h.reason ?? "watch unhealthy", since: new Date(h.since).toISOString(), ...sandboxNote }, 503);
+    return c.json({ status: "ready", ...sandboxNote });
   });
 
   app.get("/metrics", (c) => c.text(metrics.render(client), 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" }));
+
+  app.get("/v1/info", (c) => c.json(infoBody(cluster)));
 
   app.get("/v1/apps", async (c) => {
     const q = parseQuery(ListQuerySchema, c.req.url);

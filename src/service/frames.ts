@@ -53,14 +53,16 @@ export function eventFrame(event: WatchResponse, token: string | undefined): Fra
   return frame;
 }
 
-/** The first frame of every stream: how it starts. */
-export function startFrame(start: SubscriptionStart, snapshotSize: number): Frame {
+/** The first frame of every stream: how it starts, and (`sandbox: true`) that the data is the sandbox's demo apps. */
+export function startFrame(start: SubscriptionStart, snapshotSize: number, sandbox = false): Frame {
   const body: Record<string, unknown> = { mode: start.kind };
   if (start.kind === "snapshot") {
     body.apps = snapshotSize;
     if (start.resumeFailed) body.resumeFailed = start.resumeFailed;
   }
   if (start.kind === "resumed") body.replayed = start.replayed;
+  // Only when true, like resumeFailed: a real cluster's start frame is what it always was.
+  if (sandbox) body.sandbox = true;
   return { kind: "start", json: JSON.stringify({ start: body }) };
 }
 
@@ -92,7 +94,7 @@ export function errorFrame(code: string, message: string): Frame {
 export function frameOf(item: SessionItem): Frame {
   switch (item.kind) {
     case "start":
-      return startFrame(item.start, item.snapshotSize);
+      return startFrame(item.start, item.snapshotSize, item.sandbox === true);
     case "event":
       return eventFrame(item.event, item.token);
     case "synced":

@@ -59,8 +59,12 @@ export class ServiceMetrics {
   readonly #closedTotals = { delivered: 0, dropped: 0, coalesced: 0 };
   readonly #closedDroppedByPolicy = new Map<string, number>();
 
-  constructor(build: BuildInfo) {
+  /** The data is the sandbox's demo apps (`appwatch_sandbox` 1). */
+  readonly sandbox: boolean;
+
+  constructor(build: BuildInfo, options: { sandbox?: boolean } = {}) {
     this.build = build;
+    this.sandbox = options.sandbox === true;
   }
 
   request(route: string, status: number): void {
@@ -103,6 +107,7 @@ export class ServiceMetrics {
   render(client: AppK8sClient): string {
     const e = new Exposition();
     e.family("appwatch_build_info", "gauge", "Build and runtime of this process.", [[{ ...this.build }, 1]]);
+    e.family("appwatch_sandbox", "gauge", "1 when the apps are the built-in sandbox's demo data, not a real cluster's.", [[{}, this.sandbox ? 1 : 0]]);
     const health = client.health();
     e.family("appwatch_watch_synced", "gauge", "1 once the initial list of app KServices is complete.", [[{}, client.synced ? 1 : 0]]);
     e.family("appwatch_watch_healthy", "gauge", "1 while the watch is in contact with the API server.", [[{}, health.healthy ? 1 : 0]]);

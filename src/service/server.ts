@@ -64,7 +64,7 @@ export interface RunningService<C extends ClusterSource = ClusterSource> {
  */
 export async function startService<C extends ClusterSource>(
   settings: ServiceSettings,
-  io: { logger: Logger; cluster: C },
+  io: { logger: Logger; cluster: C; /** The cluster is the sandbox's demo data (the CLI knows: `openCluster`); every surface says so. */ sandbox?: boolean },
 ): Promise<RunningService<C>> {
   const log = io.logger;
   const cluster = io.cluster;
@@ -77,7 +77,7 @@ export async function startService<C extends ClusterSource>(
     await cluster.close().catch(() => {});
     throw err;
   }
-  const service = compose(settings, { logger: log, cluster, runtime: adapter });
+  const service = compose(settings, { logger: log, cluster, runtime: adapter, sandbox: io.sandbox === true });
   const listeners: ListeningServer[] = [];
   const closeListeners = async () => {
     for (const l of listeners.splice(0).reverse()) await l.close().catch(() => {});

@@ -20,7 +20,7 @@ import { Ticker, type TickerStats } from "./ticker.ts";
 
 /** What a stream delivers, whatever the transport. */
 export type SessionItem =
-  | { kind: "start"; start: SubscriptionStart; snapshotSize: number; position: string }
+  | { kind: "start"; start: SubscriptionStart; snapshotSize: number; position: string; sandbox?: boolean }
   | { kind: "event"; event: WatchResponse; token?: string }
   | { kind: "synced"; token: string; after: "snapshot" | "resume" | "resync" }
   | { kind: "heartbeat"; token?: string }
@@ -81,6 +81,8 @@ export interface SessionOptions {
   catchUpMs: number;
   /** Time for heartbeats (tests: a `VirtualClock`). Default: the real clock. */
   clock?: Clock;
+  /** The data is the sandbox's demo apps: every stream's start says so. */
+  sandbox?: boolean;
 }
 
 /**
@@ -225,7 +227,7 @@ export class StreamSessions {
       : () => {};
 
     try {
-      if (!deliver({ kind: "start", start: sub.start, snapshotSize: sub.snapshotSize, position })) return end;
+      if (!deliver({ kind: "start", start: sub.start, snapshotSize: sub.snapshotSize, position, ...(this.#options.sandbox ? { sandbox: true } : {}) })) return end;
       for await (const item of sub.items()) {
         if (sink.full() && !stop.aborted && !sub.closed) {
           // Wait for the sink, or for the subscription to end (a lagging consumer under `disconnect`).

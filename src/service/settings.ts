@@ -126,7 +126,12 @@ export const SETTINGS = [
   { key: "authTokens", type: "tokens", default: [], commands: ["serve"], env: "APPWATCH_AUTH_TOKENS", file: true, secret: true, shown: "none (no auth)", help: "bearer tokens, comma-separated (environment and file only: never on the command line)", section: S_SECURITY },
   { key: "allowedOrigins", type: "origins", default: [], commands: ["serve"], flag: "allowed-origin", arg: "<origin>", env: "APPWATCH_ALLOWED_ORIGINS", file: true, shown: "any", help: "browser Origin allowed on /v1/*; repeat or comma-separate", section: S_SECURITY },
   // serve and events: the built-in sandbox (chosen by the CLI, src/cli.ts).
-  { key: "sandbox", type: "bool", default: false, commands: ["serve", "events"], flag: "sandbox", env: "APPWATCH_SANDBOX", file: true, shown: "false (but used, with a warning, without a cluster)", help: "watch demo apps on the built-in sandbox API server", section: S_SANDBOX },
+  // No default: unset is "auto" (the sandbox only when no cluster configuration exists at all); false turns that off.
+  {
+    key: "sandbox", type: "bool", commands: ["serve", "events"], flag: "sandbox", env: "APPWATCH_SANDBOX", file: true, section: S_SANDBOX,
+    shown: "auto (only without any cluster configuration)",
+    help: "watch demo apps on the built-in sandbox API server; --no-sandbox (false): never, fail without a cluster",
+  },
   { key: "sandboxPort", type: "int", min: 0, max: 65535, what: PORT, commands: ["serve", "events"], flag: "sandbox-port", arg: "<port>", env: "APPWATCH_SANDBOX_PORT", file: true, shown: "any free port", help: "port of the sandbox API server", section: S_SANDBOX },
   { key: "demoIntervalMs", type: "int", min: 0, max: 3_600_000, default: 2000, commands: ["serve", "events"], flag: "demo-interval-ms", arg: "<ms>", env: "APPWATCH_DEMO_INTERVAL_MS", file: true, help: "sandbox: ms between demo app changes (0: none)", section: S_SANDBOX },
   // events: the Kubernetes watch and what it prints.

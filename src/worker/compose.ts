@@ -44,6 +44,8 @@ export interface ComposeIo<C extends ClusterSource> {
   cluster: C;
   /** The runtime adapter; none: `/v1/watch` serves SSE only. */
   runtime?: ComposeRuntime;
+  /** The cluster is the sandbox's demo data: every surface says so (board, `/readyz`, `appwatch_sandbox`, the `start` frame). */
+  sandbox?: boolean;
 }
 
 /** A composed service, not yet (or not by itself) listening. */
@@ -103,6 +105,7 @@ export function compose<C extends ClusterSource>(settings: ServiceSettings, io: 
     },
     logger: log,
     build: { version: VERSION, runtime: runtimeLabel, runtimeVersion: runtimeVersion() },
+    cluster: { server: cluster.client.server, namespaces, sandbox: io.sandbox === true },
   });
 
   // The watch in the background; retry until synced unless the cluster says it can never work.

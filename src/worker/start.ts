@@ -12,7 +12,7 @@
  * stops the start instead of failing every request.
  * @module
  */
-import { openCluster } from "../cli.ts";
+import { ClusterChoiceError, type OpenedCluster, openCluster } from "../cli.ts";
 import { createLogger, type Logger } from "../log.ts";
 import { ConfigError, describeSettings, type LoadedSettings, loadSettings } from "../service/config.ts";
 import type { AdapterOptions } from "../service/adapters/types.ts";
@@ -69,15 +69,20 @@ export async function startWorker<R extends ComposeRuntime>(io: WorkerIo<R>): Pr
   logger.info("starting appwatch", { entry: io.entry, ...describeSettings(loaded) });
   if (settings.grpcPort !== undefined) logger.warn("grpcPort is ignored by worker entries (gRPC needs its own HTTP/2 listener: use appwatch serve)", { entry: io.entry });
 
-  let cluster: ClusterSource;
+  let opened: OpenedCluster;
   try {
-    cluster = await openCluster(settings, { env: io.env, logger });
+    opened = await openCluster(settings, { env: io.env, logger });
   } catch (err) {
+    if (err instanceof ClusterChoiceError) {
+      // No cluster configuration the sandbox may stand in for (as `appwatch serve`: exit 2).
+      io.stderr(`appwatch (${io.entry}): ${err.message}`);
+      return io.exit(2);
+    }
     logger.error("appwatch could not start", { error: err instanceof Error ? err.message : String(err) });
     return io.exit(1);
   }
   const runtime = io.adapter(adapterOptions(settings));
-  const composition = compose(settings, { logger, cluster, runtime });
+  const composition = compose(settings, { logger, cluster: opened.source, runtime, sandbox: opened.sandbox });
 
   const now = io.now ?? Date.now;
   let firstSignalAt: number | undefined;
@@ -92,7 +97,7 @@ export async function startWorker<R extends ComposeRuntime>(io: WorkerIo<R>): Pr
     ...(loaded.sources.port !== "default" ? { port: settings.port } : {}),
     ...(loaded.sources.host !== "default" ? { hostname: settings.host } : {}),
   };
-  const namespaces = cluster.namespaces.includes("*") ? "*" : [...cluster.namespaces];
+  const namespaces = opened.source.namespaces.includes("*") ? "*" : [...opened.source.namespaces];
   return {
     composition,
     runtime,
@@ -100,7 +105,7 @@ export async function startWorker<R extends ComposeRuntime>(io: WorkerIo<R>): Pr
     logger,
     address,
     listening(url) {
-      logger.info("appwatch listening", { url, entry: io.entry, runtime: runtime.runtime, cluster: cluster.describe, namespaces, auth: settings.authTokens.length > 0 });
+      logger.info("appwatch listening", { url, entry: io.entry, runtime: runtime.runtime, cluster: opened.source.describe, namespaces, auth: settings.authTokens.length > 0 });
     },
     onSignal() {
       if (firstSignalAt !== undefined) {

@@ -34,6 +34,17 @@ header.top h1 { font-size: 1.25rem; margin: 0; }
 .conn[data-state="syncing"] .dot, .conn[data-state="connecting"] .dot { background: #bf8700; }
 .conn[data-state="reconnecting"] .dot, .conn[data-state="auth"] .dot { background: #cf222e; }
 main { padding: 12px 16px 32px; }
+.where { display: flex; flex-wrap: wrap; align-items: center; gap: 4px 12px; margin: 0; color: var(--muted); font-size: 0.93rem; flex: 1 1 auto; }
+.where b { color: var(--fg); font-weight: 600; word-break: break-all; }
+.sandbox { display: inline-block; padding: 2px 10px; border-radius: 6px; background: #6639ba; color: #ffffff; font-weight: 700; letter-spacing: 0.02em; }
+.sandbox[hidden] { display: none; }
+body.sandbox-mode header.top { background: #fbefff; border-bottom-color: #c297ff; }
+.sort { display: flex; align-items: center; gap: 6px; }
+.sort label { font-size: 0.87rem; color: var(--muted); font-weight: 600; }
+.stale { margin: 0 0 8px; padding: 6px 10px; border: 1px solid #cf222e; border-left-width: 4px; background: #ffebe9; color: #82071e; border-radius: 6px; font-weight: 600; }
+.stale[hidden] { display: none; }
+table.apps.is-stale tbody { opacity: 0.55; filter: grayscale(1); }
+table.apps.is-stale tbody td.app .name::after { content: " (stale)"; font-weight: 400; color: var(--muted); }
 .notice { display: flex; align-items: center; gap: 12px; margin: 12px 16px 0; padding: 8px 12px; border: 1px solid #d4a72c; background: #fff8c5; color: #3b2e00; border-radius: 6px; }
 .notice[hidden], .token[hidden] { display: none; }
 .notice p { margin: 0; flex: 1; }
@@ -105,7 +116,13 @@ const ui = {
   counts: byId("counts"), filters: byId("filters"), search: byId("f-search"), project: byId("f-project"),
   domain: byId("f-domain"), phase: byId("f-phase"), shown: byId("shown"), rows: byId("rows"),
   empty: byId("empty"), more: byId("more"), all: byId("show-all"),
+  table: byId("apps"), caption: byId("apps-caption"), stale: byId("stale"), sort: byId("f-sort"),
+  whereSandbox: byId("w-sandbox"), whereCluster: byId("w-cluster"), whereNs: byId("w-ns"),
 };
+// What a phase means when the header sorts by phase: trouble first.
+const PHASE_RANK = ["FAILED", "DEPLOYING", "PENDING", "ASSIGNED", "STARTED", "SCALING_UP", "SCALING_DOWN", "ACTIVE", "STOPPED", "UNASSIGNED", "UNSPECIFIED"];
+// Messages appwatch (like Flyte) puts on a Knative condition that came without reason or message.
+const PLACEHOLDERS = ["Configuration is ready", "Routes are ready", "Service is ready"];
 
 // ---- state ----------------------------------------------------------------------------------
 let apps = new Map();        // key -> row (what the board shows)
@@ -117,6 +134,8 @@ let everSynced = false;
 let ws = null;
 let attempt = 0;
 let lastFrameAt = 0;
+let lastGoodAt = 0;          // last frame applied to a consistent board (the stale banner's time)
+let sandbox = false;         // the server says its data is the sandbox's demo apps
 let limit = PAGE;
 let token = readToken();
 const flashing = new Map();  // row -> time it was flashed
@@ -144,18 +163,37 @@ function keyOf(id) {
   return (id.org || "") + "/" + (id.project || "") + "/" + (id.domain || "") + "/" + (id.name || "");
 }
 
+const phaseOf = (c) => String((c && c.deploymentStatus) || "DEPLOYMENT_STATUS_UNSPECIFIED").replace(/^DEPLOYMENT_STATUS_/, "");
+const isReal = (c) => c && typeof c.message === "string" && c.message !== "" && PLACEHOLDERS.indexOf(c.message) < 0;
+
+/**
+ * The message of the condition that decides the phase. The phase is the last condition's. A
+ * True condition reads DEPLOYING only while the service is not Ready, so for DEPLOYING the reason
+ * is a condition that is not True (PENDING or FAILED: Ready, or what holds it back), not the last
+ * one's "Routes are ready". Otherwise: the last condition of that phase with a real message.
+ * Placeholders are the last resort.
+ */
+function decidingMessage(conds, phase) {
+  const lastWith = (pred) => { for (let i = conds.length - 1; i >= 0; i--) if (pred(conds[i])) return conds[i].message; return ""; };
+  const last = conds.length ? conds[conds.length - 1] : {};
+  let m = "";
+  if (phase === "DEPLOYING") m = lastWith((c) => isReal(c) && (phaseOf(c) === "PENDING" || phaseOf(c) === "FAILED"));
+  if (!m) m = lastWith((c) => isReal(c) && phaseOf(c) === phase);
+  return m || last.message || "";
+}
+
 function toRow(app) {
   const id = (app && app.metadata && app.metadata.id) || {};
   const st = (app && app.status) || {};
   const conds = Array.isArray(st.conditions) ? st.conditions : [];
   const last = conds.length ? conds[conds.length - 1] : {};
+  const phase = phaseOf(last);
   let changed = st.lastUpdatedAt || "";
   for (const c of conds) if (c && c.lastTransitionTime && c.lastTransitionTime > changed) changed = c.lastTransitionTime;
   const url = st.ingress && typeof st.ingress.publicUrl === "string" && /^https?:\/\//i.test(st.ingress.publicUrl) ? st.ingress.publicUrl : "";
   const row = {
     key: keyOf(id), org: id.org || "", project: id.project || "", domain: id.domain || "", name: id.name || "",
-    phase: String(last.deploymentStatus || "DEPLOYMENT_STATUS_UNSPECIFIED").replace(/^DEPLOYMENT_STATUS_/, ""),
-    message: last.message || "", url, replicas: Number(st.currentReplicas || 0),
+    phase, message: decidingMessage(conds, phase), url, replicas: Number(st.currentReplicas || 0),
     created: st.createdAt || "", changed, el: null, cells: null, dirty: true,
   };
   row.search = row.key.toLowerCase();
@@ -164,6 +202,15 @@ function toRow(app) {
 }
 
 function cmp(a, b) { return a.key < b.key ? -1 : a.key > b.key ? 1 : 0; }
+
+/** The header's sort: "name" (the key), "phase" (trouble first), "changed" (latest first); ties by key. */
+function sortBy() { return ui.sort.value || "name"; }
+function rank(p) { const i = PHASE_RANK.indexOf(p); return i < 0 ? PHASE_RANK.length : i; }
+function sortCmp(by) {
+  if (by === "phase") return (a, b) => rank(a.phase) - rank(b.phase) || cmp(a, b);
+  if (by === "changed") return (a, b) => (a.changed < b.changed ? 1 : a.changed > b.changed ? -1 : cmp(a, b));
+  return cmp;
+}
 
 function indexOf(key) {
   let lo = 0, hi = order.length;
@@ -180,7 +227,8 @@ function upsert(app, live) {
   const old = apps.get(row.key);
   if (old) {
     if (old.sig === row.sig) return;
-    if (old.phase !== row.phase) { need.counts = true; if (ui.phase.value) need.list = true; }
+    if (old.phase !== row.phase) { need.counts = true; if (ui.phase.value || sortBy() === "phase") need.list = true; }
+    if (old.changed !== row.changed && sortBy() === "changed") need.list = true;
     Object.assign(old, { phase: row.phase, message: row.message, url: row.url, replicas: row.replicas, created: row.created, changed: row.changed, sig: row.sig, dirty: true });
     dirty.add(old);
     if (live) flash(old);
@@ -244,7 +292,7 @@ function connect() {
   const sock = new WebSocket(watchUrl());
   ws = sock;
   let opened = false;
-  sock.onopen = () => { opened = true; lastFrameAt = Date.now(); setConn("syncing", "Connected, loading…"); };
+  sock.onopen = () => { opened = true; lastFrameAt = Date.now(); setConn("syncing", "Connected, loading…"); loadInfo(); };
   sock.onmessage = (e) => {
     if (ws !== sock) return;
     if (!perf.firstFrame) { perf.firstFrame = true; performance.mark("board:first-frame"); }
@@ -254,6 +302,7 @@ function connect() {
     let f;
     try { f = JSON.parse(e.data); } catch (err) { return; }
     onFrame(f);
+    if (everSynced && !incoming) lastGoodAt = lastFrameAt;
     schedule();
     stats.handleMs += performance.now() - t0;
   };
@@ -280,6 +329,7 @@ function onFrame(f) {
 
 function onStart(s) {
   need.status = true;
+  setSandbox(s.sandbox === true);
   if (s.mode === "snapshot") {
     incoming = new Map();
     expected = Number(s.apps || 0);
@@ -406,15 +456,28 @@ function matches(row, f) {
 }
 
 let matchedCount = 0;
+const SORT_CAPTION = { name: "sorted by org, project, domain and name", phase: "sorted by phase (failed and deploying first), then name", changed: "sorted by last change, latest first" };
 function renderList() {
   const f = filters();
-  const shown = [];
+  const by = sortBy();
+  let shown = [];
   let n = 0;
-  for (const row of order) {
-    if (!matches(row, f)) continue;
-    if (n++ < limit) shown.push(row);
+  if (by === "name") {
+    for (const row of order) {
+      if (!matches(row, f)) continue;
+      if (n++ < limit) shown.push(row);
+    }
+  } else {
+    const all = order.filter((row) => matches(row, f));
+    n = all.length;
+    shown = all.sort(sortCmp(by)).slice(0, limit);
   }
   matchedCount = n;
+  ui.caption.textContent = "Flyte apps, one row per app, " + SORT_CAPTION[by];
+  for (const th of ui.table.querySelectorAll("th[data-sort]")) {
+    if (th.dataset.sort === by) th.setAttribute("aria-sort", by === "changed" ? "descending" : "ascending");
+    else th.removeAttribute("aria-sort");
+  }
   const tb = ui.rows;
   let cur = tb.firstChild;
   for (const row of shown) {
@@ -578,6 +641,40 @@ function renderStatus() {
 function setConn(state, text) {
   ui.conn.dataset.state = state;
   if (ui.connText.textContent !== text) ui.connText.textContent = text;
+  renderStale();
+}
+
+/** While not live after a sync, the rows are what the server said last: dimmed, with that time. */
+function renderStale() {
+  const stale = everSynced && ui.conn.dataset.state !== "live";
+  ui.table.classList.toggle("is-stale", stale);
+  ui.stale.hidden = !stale;
+  if (stale) {
+    const at = lastGoodAt ? new Date(lastGoodAt) : null;
+    ui.stale.textContent = "Disconnected: the rows below may be out of date" + (at ? "; last update from the server at " + clock(at) + (at.toDateString() === new Date().toDateString() ? "" : " on " + at.toLocaleDateString()) : "") + ".";
+  }
+}
+
+function setSandbox(on) {
+  if (on) sandbox = true; // once the server says so, the page keeps saying so
+  ui.whereSandbox.hidden = !sandbox;
+  document.body.classList.toggle("sandbox-mode", sandbox);
+  const title = "appwatch: Flyte apps";
+  document.title = sandbox ? "[SANDBOX] " + title : title;
+}
+
+/** The header's cluster, namespaces and sandbox mode, from GET v1/info (behind the same token). */
+function loadInfo() {
+  fetch(new URL("v1/info", location.href), { headers: token ? { authorization: "Bearer " + token } : {} })
+    .then((r) => (r.ok ? r.json() : {}), () => null) // an older server without v1/info: "unknown"
+    .then((info) => {
+      if (!info || typeof info !== "object") return;
+      const c = info.cluster || {};
+      ui.whereCluster.textContent = c.host ? String(c.host) : "unknown";
+      const ns = Array.isArray(c.namespaces) ? c.namespaces.map(String) : [];
+      ui.whereNs.textContent = ns.length === 1 && ns[0] === "*" ? "all" : ns.join(", ") || "unknown";
+      setSandbox(info.sandbox === true);
+    }, () => {});
 }
 
 function setNotice(text) {
@@ -616,6 +713,7 @@ ui.search.addEventListener("input", refilter);
 ui.project.addEventListener("change", refilter);
 ui.domain.addEventListener("change", refilter);
 ui.phase.addEventListener("change", refilter);
+ui.sort.addEventListener("change", refilter);
 ui.filters.addEventListener("submit", (e) => e.preventDefault());
 ui.filters.addEventListener("reset", () => setTimeout(refilter, 0));
 ui.counts.addEventListener("click", (e) => {
@@ -651,6 +749,8 @@ export const BOARD_HTML_TEMPLATE: string = String.raw`<!doctype html>
 <a class="skip" href="#apps">Skip to the app list</a>
 <header class="top">
   <h1>Flyte apps</h1>
+  <p class="where" id="where"><span id="w-sandbox" class="sandbox" hidden>SANDBOX: demo data, not a real cluster</span><span>Cluster <b id="w-cluster">…</b></span><span>Namespaces <b id="w-ns">…</b></span></p>
+  <div class="sort"><label for="f-sort">Sort by</label><select id="f-sort"><option value="name">Name</option><option value="phase">Phase</option><option value="changed">Last change</option></select></div>
   <div id="conn" class="conn" data-state="connecting" role="status" aria-live="polite"><span class="dot" aria-hidden="true"></span><span id="conn-text">Connecting…</span></div>
 </header>
 <div id="notice" class="notice" role="status" hidden><p id="notice-text"></p><button type="button" id="notice-close">Dismiss</button></div>
@@ -671,9 +771,10 @@ export const BOARD_HTML_TEMPLATE: string = String.raw`<!doctype html>
     <button type="reset">Clear filters</button>
   </form>
   <p id="shown" class="shown"></p>
+  <p id="stale" class="stale" role="status" hidden></p>
   <table id="apps" class="apps" tabindex="-1">
-    <caption class="vh">Flyte apps, one row per app, sorted by org, project, domain and name</caption>
-    <thead><tr><th scope="col">App</th><th scope="col">Phase</th><th scope="col">Message</th><th scope="col">Public URL</th><th scope="col" class="num">Replicas</th><th scope="col">Age</th><th scope="col">Last change</th></tr></thead>
+    <caption class="vh" id="apps-caption">Flyte apps, one row per app, sorted by org, project, domain and name</caption>
+    <thead><tr><th scope="col" data-sort="name" aria-sort="ascending">App</th><th scope="col" data-sort="phase">Phase</th><th scope="col">Message</th><th scope="col">Public URL</th><th scope="col" class="num">Replicas</th><th scope="col">Age</th><th scope="col" data-sort="changed">Last change</th></tr></thead>
     <tbody id="rows"></tbody>
   </table>
   <p id="empty" class="empty" hidden></p>
