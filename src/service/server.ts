@@ -10,6 +10,7 @@ import { Backoff, sleep } from "../watch/backoff.ts";
 import { AppK8sClient, AppsForbiddenError, KnativeNotInstalledError } from "../flyte/app-client.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { connect } from "../kube/connect.ts";
+import { describeKubeFailure } from "../kube/errors.ts";
 import type { Logger } from "../log.ts";
 import { type AppwatchApp, CLOSE, createApp } from "./app.ts";
 import { type ListeningServer, loadAdapter } from "./adapters/types.ts";
@@ -165,7 +166,8 @@ export async function startService<C extends ClusterSource>(
             throw err;
           }
           const delay = retry.next();
-          log.warn("cannot reach the Kubernetes API yet; retrying", { error: (err as Error).message, retryInMs: delay });
+          const why = describeKubeFailure(err); // names the cause: no answer, 401, 403, another status
+          log[why.level](`${why.message}; retrying`, { error: (err as Error).message, retryInMs: delay });
           await sleep(delay, stopWatch.signal);
         }
       }
