@@ -16,7 +16,7 @@ import { AppK8sClient } from "../src/flyte/app-client.ts";
 import { createLogger } from "../src/log.ts";
 import { serveFetch } from "../src/serve.ts";
 import { startService } from "../src/service/server.ts";
-import { freePort } from "./helpers/restartable-sandbox.ts";
+import { freePort, startRestartableSandbox } from "./helpers/restartable-sandbox.ts";
 import { makePki, startTlsServer } from "./helpers/tls.ts";
 import { testSettings, waitFor } from "./helpers/service.ts";
 
@@ -221,6 +221,22 @@ describe("the service's logs name the cause", () => {
       assert.match(body.message, /ECONNREFUSED/);
     } finally {
       await service.stop();
+    }
+    for (const l of lines) assert.ok(!l.includes(SECRET), `no token in logs: ${l}`);
+  });
+
+  test("the API server goes away after the sync: the watch's log names the URL and ECONNREFUSED", async () => {
+    const sb = await startRestartableSandbox();
+    const { lines, service } = await startAgainst(sb.url);
+    try {
+      await service.watching;
+      await sb.stopServing();
+      await waitFor(() => lines.some((l) => l.includes("ECONNREFUSED")), () => `a log line naming ECONNREFUSED: ${lines.join("\n")}`);
+      const line = lines.find((l) => l.includes("ECONNREFUSED"))!;
+      assert.match(line, new RegExp(`cannot reach the Kubernetes API at http://127\\.0\\.0\\.1:${sb.port}/apis/serving\\.knative\\.dev/v1/namespaces/flyte/`));
+    } finally {
+      await service.stop();
+      await sb.close();
     }
     for (const l of lines) assert.ok(!l.includes(SECRET), `no token in logs: ${l}`);
   });
