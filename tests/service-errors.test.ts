@@ -6,6 +6,11 @@
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { AppK8sClient } from "../src/flyte/app-client.ts";
+import { createLogger } from "../src/log.ts";
+import { startSandboxCluster } from "../src/sandbox/mod.ts";
+import { serveFetch } from "../src/serve.ts";
+import { createApp } from "../src/service/app.ts";
 import { http, metric, startTestService, type TestService } from "./helpers/service.ts";
 
 async function withService(fn: (s: TestService) => Promise<void>): Promise<void> {
@@ -113,5 +118,29 @@ describe("error contract", () => {
       assertError(await http(`${s.url}/v1/apps/llm/production/vllm-llama?org=nobody`), 404, "not_found", "another org");
       assert.equal((await http(`${s.url}/v1/apps/llm/production/vllm-llama`)).status, 200);
     });
+  });
+
+  test("a handler that throws answers 500 internal as JSON (and logs the cause); routes added after createApp get 405 too", async () => {
+    const cluster = await startSandboxCluster({ demoIntervalMs: 0 });
+    const lines: string[] = [];
+    const { app } = createApp({ client: new AppK8sClient({ client: cluster.client, namespace: "flyte" }), logger: createLogger({ level: "warn", sink: (l) => lines.push(l) }) });
+    // An embedder's own routes, mounted on the same app.
+    app.get("/mine/boom", () => {
+      throw new Error("the embedder's bug");
+    });
+    app.put("/mine/thing", (c) => c.json({ ok: true }));
+    const server = await serveFetch(app.fetch, { port: 0, hostname: "127.0.0.1" });
+    try {
+      const boom = await http(`${server.url}/mine/boom`);
+      assertError(boom, 500, "internal", "a throwing handler");
+      assert.equal(boom.body.message, "internal error", "the answer does not leak the error");
+      assert.ok(lines.some((l) => l.includes("request failed") && l.includes("the embedder's bug") && l.includes("/mine/boom")), lines.join("\n"));
+      const wrong = await http(`${server.url}/mine/thing`);
+      assertError(wrong, 405, "unimplemented", "GET on a PUT route");
+      assert.equal(wrong.headers.get("allow"), "PUT");
+    } finally {
+      await server.close();
+      await cluster.close();
+    }
   });
 });
