@@ -110,6 +110,13 @@ describe("AppService bad input is invalid_argument", () => {
       const status = web.headers.get("grpc-status") ?? text.match(/grpc-status:\s*(\d+)/)?.[1];
       assert.equal(status, "3", `gRPC-Web: ${web.status} ${JSON.stringify(text)}`);
       assert.match(decodeURIComponent(web.headers.get("grpc-message") ?? text), /cannot decode message flyteidl2\.app\.ListRequest from binary/);
+      // Connect GET with a binary message in the query: the same answer.
+      const viaGet = await http(`${s.url}/internal/flyteidl2.app.AppService/List?connect=v1&encoding=proto&base64=1&message=${btoa(String.fromCharCode(...GARBAGE))}`);
+      assert.equal(viaGet.status, 400, viaGet.text);
+      assert.equal(viaGet.body.code, "invalid_argument");
+      assert.match(viaGet.body.message, /^cannot decode message flyteidl2\.app\.ListRequest from binary: /);
+      const goodGet = await http(`${s.url}/internal/flyteidl2.app.AppService/List?connect=v1&encoding=proto&base64=1&message=`);
+      assert.equal(goodGet.status, 200, goodGet.text);
       // A well-formed binary message is served as before.
       const ok = await post("/internal/flyteidl2.app.AppService/List", "application/proto", new Uint8Array(0));
       assert.equal(ok.status, 200);

@@ -8,6 +8,7 @@
  * @module
  */
 import { type DescMessage, fromBinary } from "@bufbuild/protobuf";
+import { base64Decode } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError } from "@connectrpc/connect";
 
 /** Content types whose body is one protobuf message (unary Connect) or enveloped ones (streams, gRPC-Web). */
@@ -72,13 +73,15 @@ async function readUpTo(body: ReadableStream<Uint8Array>, limit: number): Promis
 /**
  * Checks a binary request body against `schema`. Returns the request to give connect-es (the same
  * bytes, or an empty message in the same framing) and the rejection its interceptor must throw.
- * Other requests (JSON, GET) are returned untouched: connect-es already answers them well.
+ * Connect GET requests with `encoding=proto` are checked the same way (the message is in the
+ * query); other requests (JSON) are returned untouched: connect-es already answers them well.
  */
 export async function checkBinaryRequest(
   request: Request,
   schema: DescMessage,
   maxMessageBytes: number,
 ): Promise<{ request: Request; rejection?: ConnectError }> {
+  if (request.method === "GET") return checkGetRequest(request, schema);
   const kind = binaryKind(request.headers.get("content-type"));
   if (kind === undefined || request.method !== "POST" || request.body === null) return { request };
   // Room for a few envelope headers; a longer body is refused like connect-es's read limit would.
@@ -93,4 +96,23 @@ export async function checkBinaryRequest(
   const problem = problemOf(kind, bytes, schema);
   if (problem === undefined) return { request: rebuilt(bytes) };
   return { request: rebuilt(empty), rejection: new ConnectError(problem, Code.InvalidArgument) };
+}
+
+/** Connect GET (`?connect=v1&encoding=proto&base64=1&message=…`): the message bytes as connect-es reads them. */
+function checkGetRequest(request: Request, schema: DescMessage): { request: Request; rejection?: ConnectError } {
+  const url = new URL(request.url);
+  const q = url.searchParams;
+  if (q.get("encoding") !== "proto" || q.has("compression")) return { request };
+  const message = q.get("message") ?? "";
+  let problem: string | undefined;
+  try {
+    const bytes = q.get("base64") === "1" ? base64Decode(message) : new TextEncoder().encode(message);
+    problem = problemOf("unary", bytes, schema);
+  } catch (err) {
+    problem = `the message query parameter is not base64: ${err instanceof Error ? err.message : String(err)}`;
+  }
+  if (problem === undefined) return { request };
+  q.set("message", "");
+  q.delete("base64");
+  return { request: new Request(url, { method: "GET", headers: request.headers, signal: request.signal }), rejection: new ConnectError(problem, Code.InvalidArgument) };
 }
