@@ -5,7 +5,7 @@
  * about watch semantics.
  * @module
  */
-import { type KubeTransportError, toTransportError } from "./errors.ts";
+import { toTransportError } from "./errors.ts";
 import { errorFromResponse, KubeApiError } from "./status.ts";
 
 /** A `fetch`-compatible function (the per-runtime TLS transport provides one). */
