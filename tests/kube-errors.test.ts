@@ -234,6 +234,8 @@ describe("the service's logs name the cause", () => {
       await waitFor(() => lines.some((l) => l.includes("ECONNREFUSED")), () => `a log line naming ECONNREFUSED: ${lines.join("\n")}`);
       const line = lines.find((l) => l.includes("ECONNREFUSED"))!;
       assert.match(line, new RegExp(`cannot reach the Kubernetes API at http://127\\.0\\.0\\.1:${sb.port}/apis/serving\\.knative\\.dev/v1/namespaces/flyte/`));
+      assert.match(line, /"code":"ECONNREFUSED"/);
+      assert.ok(!line.includes("fetch failed"), line);
     } finally {
       await service.stop();
       await sb.close();
