@@ -56,7 +56,8 @@ export {
   type KubeRequest,
   noCredentials,
 } from "./src/kube/client.ts";
-export { KubeApiError, type KubeStatus } from "./src/kube/status.ts";
+export { KubeApiError, KubeAuthenticationError, KubeAuthorizationError, type KubeStatus } from "./src/kube/status.ts";
+export { KubeTransportError, type TransportErrorCode } from "./src/kube/errors.ts";
 
 // Watch engine
 export { Reflector, type InitialListMode, type ReflectorOptions } from "./src/watch/reflector.ts";

@@ -285,7 +285,7 @@ describe("hostile clients on raw sockets", () => {
         ["websocket /metrics", "/metrics", {}, 200, /^# HELP appwatch_build_info/],
         ["websocket /v1/apps", "/v1/apps?limit=1", {}, 200, /^\{"apps":\[/],
         ["websocket /", "/", {}, 200, /^<!doctype html>/i],
-        ["websocket /nowhere", "/nowhere", {}, 404, /Not Found/],
+        ["websocket /nowhere", "/nowhere", {}, 404, /^\{"code":"not_found","message":"no route for GET \/nowhere"\}$/],
         ["h2c /healthz", "/healthz", h2c, 200, /^\{"status":"ok"\}$/],
         ["h2c /metrics", "/metrics", h2c, 200, /^# HELP appwatch_build_info/],
         ["h2c /v1/watch", "/v1/watch", h2c, 400, /"code":"invalid_argument"/],

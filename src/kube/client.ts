@@ -1,9 +1,11 @@
 /**
  * A tiny Kubernetes REST client over `fetch`: builds URLs, adds credentials,
  * retries once after a 401 with refreshed credentials, and turns failures into
- * {@link KubeApiError}. It knows nothing about watch semantics.
+ * {@link KubeApiError} (an HTTP answer) or {@link KubeTransportError} (none). It knows nothing
+ * about watch semantics.
  * @module
  */
+import { toTransportError } from "./errors.ts";
 import { errorFromResponse, KubeApiError } from "./status.ts";
 
 /** A `fetch`-compatible function (the per-runtime TLS transport provides one). */
@@ -122,12 +124,14 @@ export class KubeClient {
       body = JSON.stringify(req.body);
       headers["content-type"] ??= "application/json";
     }
-    return await this.#fetch(this.url(req.path, req.query), {
-      method: req.method ?? "GET",
-      headers,
-      body,
-      signal: req.signal,
-    });
+    const url = this.url(req.path, req.query);
+    try {
+      return await this.#fetch(url, { method: req.method ?? "GET", headers, body, signal: req.signal });
+    } catch (err) {
+      // An abort is the caller's own doing (shutdown, a watch timeout): it stays what it was.
+      if (req.signal?.aborted) throw err;
+      throw toTransportError(err, url);
+    }
   }
 }
 
@@ -137,3 +141,4 @@ export function describe(req: KubeRequest): string {
 }
 
 export { KubeApiError };
+export { KubeTransportError } from "./errors.ts";

@@ -69,7 +69,7 @@ export interface KubeStatusCause {
  * (`Expired`, `Gone`, `TooManyRequests`, `Timeout`, …).
  */
 export class KubeApiError extends Error {
-  override readonly name = "KubeApiError";
+  override readonly name: string = "KubeApiError";
   readonly code: number;
   readonly reason: string;
   readonly retryAfterSeconds: number | undefined;
@@ -88,10 +88,12 @@ export class KubeApiError extends Error {
     continueToken?: string;
     source?: "http" | "in-stream";
     request?: string;
+    /** What to check, appended to the message. */
+    hint?: string;
   }) {
     const reason = init.reason ?? "";
     const where = init.request ? ` (${init.request})` : "";
-    super(`Kubernetes API ${init.code}${reason ? ` ${reason}` : ""}: ${init.message ?? "no message"}${where}`);
+    super(`Kubernetes API ${init.code}${reason ? ` ${reason}` : ""}: ${init.message ?? "no message"}${where}${init.hint ? `; ${init.hint}` : ""}`);
     this.code = init.code;
     this.reason = reason;
     this.retryAfterSeconds = init.retryAfterSeconds;
@@ -114,6 +116,49 @@ export class KubeApiError extends Error {
   }
 }
 
+/** What a request touched, read from its description (`GET /apis/<group>/<version>/namespaces/<ns>/<plural>[/<name>]`). */
+function resourceOf(request: string | undefined): { verbs: string; resource: string; namespace: string | undefined } | undefined {
+  const m = request?.match(/^(\w+) \/(?:apis\/([^/]+)\/[^/]+|api\/[^/]+)(?:\/namespaces\/([^/?\s]+))?\/([^/?\s]+)(?:\/([^/?\s]+))?/);
+  if (!m) return undefined;
+  const [, method, group, namespace, plural, name] = m;
+  const verbs = method !== "GET" ? method!.toLowerCase() : name ? "get" : "list and watch";
+  return { verbs, resource: group ? `${plural}.${group}` : plural!, namespace };
+}
+
+/** What to check after a 401 (the credentials themselves were refused). */
+export function authenticationHint(): string {
+  return "authentication failed: the API server did not accept the credentials of the kubeconfig user or service account " +
+    "(token expired or revoked, wrong token file, client certificate not signed by the cluster CA, or an exec plugin that returns a stale token); " +
+    "check the user of the current context (kubectl auth whoami)";
+}
+
+/** What to check after a 403 (the identity is known, RBAC does not allow the request). */
+export function authorizationHint(request?: string): string {
+  const r = resourceOf(request);
+  const what = r ? `${r.verbs} on ${r.resource} ${r.namespace ? `in namespace "${r.namespace}"` : "cluster-wide"}` : "this request";
+  const check = r ? ` (kubectl auth can-i ${r.verbs.split(" ")[0]} ${r.resource} ${r.namespace ? `-n ${r.namespace}` : "--all-namespaces"})` : "";
+  return `authorization failed: RBAC does not allow ${what} for this identity; grant it with a Role and RoleBinding like deploy/rbac.yaml${check}`;
+}
+
+/** A 401 from the API server: the credentials were not accepted (after one refresh). */
+export class KubeAuthenticationError extends KubeApiError {
+  override readonly name = "KubeAuthenticationError";
+}
+
+/** A 403 from the API server: RBAC does not allow the request. */
+export class KubeAuthorizationError extends KubeApiError {
+  override readonly name = "KubeAuthorizationError";
+}
+
+type KubeApiErrorInit = ConstructorParameters<typeof KubeApiError>[0];
+
+/** The typed error for a failed call: 401 and 403 as authentication / authorization problems naming what to check. */
+export function kubeApiError(init: KubeApiErrorInit): KubeApiError {
+  if (init.code === 401) return new KubeAuthenticationError({ ...init, hint: authenticationHint() });
+  if (init.code === 403) return new KubeAuthorizationError({ ...init, hint: authorizationHint(init.request) });
+  return new KubeApiError(init);
+}
+
 /** Builds the typed error from a `Status` object (from a body or an ERROR event). */
 export function errorFromStatus(
   status: unknown,
@@ -122,7 +167,7 @@ export function errorFromStatus(
   const parsed = v.safeParse(StatusSchema, status);
   const s: KubeStatus = parsed.success ? parsed.output : {};
   const headerRetry = parseRetryAfter(fallback.retryAfterHeader ?? null);
-  return new KubeApiError({
+  return kubeApiError({
     code: s.code && s.code > 0 ? s.code : fallback.code,
     reason: s.reason,
     message: s.message ?? (parsed.success ? undefined : `unexpected error body: ${JSON.stringify(status)?.slice(0, 200)}`),
@@ -165,7 +210,7 @@ export async function errorFromResponse(res: Response, request: string): Promise
   if (body && typeof body === "object" && (body as { kind?: unknown }).kind === "Status") {
     return errorFromStatus(body, { code: res.status, source: "http", request, retryAfterHeader });
   }
-  return new KubeApiError({
+  return kubeApiError({
     code: res.status,
     reason: reasonForCode(res.status) ?? "",
     message: text ? text.slice(0, 500) : res.statusText || "no body",

@@ -16,10 +16,10 @@ import { type Clock, realClock } from "../watch/clock.ts";
 import { type BearerAuth, createBearerAuth } from "./auth.ts";
 import { mountBoard } from "./board/route.ts";
 import { APP_SERVICE_METHODS, APP_SERVICE_PATH, type AppServiceHandlers, createAppServiceHandlers, mountConnect } from "./connect.ts";
-import { errorResponse } from "./errors.ts";
+import { errorResponse, installErrorContract } from "./errors.ts";
 import { type ClusterInfo, infoBody, readySandboxNote, UNKNOWN_CLUSTER } from "./info.ts";
 import { type BuildInfo, ServiceMetrics } from "./metrics.ts";
-import { GetAppParamsSchema, issuesOf, ListQuerySchema, parseQuery, type WatchQuery, WatchQuerySchema } from "./schemas.ts";
+import { GetAppPathSchema, GetAppQuerySchema, issuesOf, ListQuerySchema, parseQuery, type WatchQuery, WatchQuerySchema } from "./schemas.ts";
 import { isRefusal, type StreamRequest, StreamSessions } from "./session.ts";
 import type { TickerStats } from "./ticker.ts";
 import * as v from "valibot";
@@ -129,6 +129,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
   const transport = { sessions, metrics, log, limits, clock, streams };
 
   const app = new Hono();
+  installErrorContract(app, log); // unknown routes 404, wrong methods 405, thrown errors 500: all {"code","message"}
 
   // Count every request by route and status (reads only: no header changes on upgrade responses).
   app.use("*", async (c, next) => {
@@ -201,9 +202,12 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
   });
 
   app.get("/v1/apps/:project/:domain/:name", async (c) => {
-    const params = v.safeParse(GetAppParamsSchema, { ...c.req.param(), ...Object.fromEntries(new URL(c.req.url).searchParams) });
+    const q = parseQuery(GetAppQuerySchema, c.req.url);
+    if (!q.ok) return errorResponse(c, 400, "invalid_argument", q.message, { issues: q.issues });
+    const params = v.safeParse(GetAppPathSchema, c.req.param());
     if (!params.success) return errorResponse(c, 400, "invalid_argument", issuesOf(params.issues).message, { issues: issuesOf(params.issues).issues });
-    const { org, project, domain, name } = params.output;
+    const { project, domain, name } = params.output;
+    const org = q.value.org;
     try {
       const found = await client.getApp({ ...(org !== undefined ? { org } : {}), project, domain, name });
       if (org !== undefined && found.metadata?.id?.org !== org) return errorResponse(c, 404, "not_found", `app ${org}/${project}/${domain}/${name} not found`);

@@ -36,6 +36,9 @@ import {
   WatchResponseSchema,
 } from "../flyte/proto/app_service_pb.ts";
 import type { Logger } from "../log.ts";
+import { KubeApiError } from "../kube/status.ts";
+import { checkBinaryRequest } from "./connect-input.ts";
+import { Name } from "./schemas.ts";
 import { isRefusal, type SessionItem, type StreamEnd, type StreamSessions, type StreamSink } from "./session.ts";
 import type { BearerAuth } from "./auth.ts";
 import type { ServiceMetrics } from "./metrics.ts";
@@ -67,6 +70,8 @@ export interface ConnectStreams {
 }
 
 const clientAddressKey = createContextKey<string>("unknown", { description: "client address" });
+/** A request body found undecodable before connect-es read it (connect-input.ts): the interceptor throws it. */
+const rejectionKey = createContextKey<ConnectError | undefined>(undefined, { description: "request rejection" });
 
 /**
  * Request header: resume a Watch after this token (Flyte's `WatchRequest` has no field for it).
@@ -185,15 +190,16 @@ function untilDrained(body: ReadableStream<Uint8Array>, done: () => void): Reada
 }
 
 // What the handlers read from requests, checked after protobuf-es has decoded them (proto3 JSON shapes).
-const NonEmpty = v.pipe(v.string(), v.minLength(1, "must not be empty"));
+// Identities are names as in the REST API: before the first sync they reach label and field selectors.
+const OptionalName = v.optional(v.union([v.literal(""), Name], "must be letters, digits, '.', '_' or '-', starting and ending with a letter or digit"), "");
 const IdentifierJson = v.object({
   org: v.optional(v.string(), ""),
   project: v.optional(v.string(), ""),
   domain: v.optional(v.string(), ""),
   name: v.optional(v.string(), ""),
 });
-const AppIdJson = v.object({ org: v.optional(v.string(), ""), project: NonEmpty, domain: NonEmpty, name: NonEmpty });
-const ProjectJson = v.object({ organization: v.optional(v.string(), ""), domain: v.optional(v.string(), ""), name: NonEmpty });
+const AppIdJson = v.object({ org: OptionalName, project: Name, domain: Name, name: Name });
+const ProjectJson = v.object({ organization: OptionalName, domain: OptionalName, name: Name });
 const WatchRequestJson = v.object({
   org: v.optional(v.string()),
   clusterId: v.optional(v.unknown()),
@@ -204,7 +210,7 @@ const ListRequestJson = v.object({
   request: v.optional(v.object({ limit: v.optional(v.number(), 0), token: v.optional(v.string(), "") })),
   org: v.optional(v.string()),
   clusterId: v.optional(v.unknown()),
-  project: v.optional(v.object({ organization: v.optional(v.string(), ""), domain: v.optional(v.string(), ""), name: v.optional(v.string(), "") })),
+  project: v.optional(v.object({ organization: OptionalName, domain: OptionalName, name: OptionalName })),
 });
 const GetRequestJson = v.object({ appId: v.optional(IdentifierJson), ingress: v.optional(v.unknown()) });
 
@@ -257,7 +263,8 @@ export function watchTargetOf(json: unknown): { target: SubscribeTarget; kind: s
     return { target: domain ? { ...org, project: name, domain } : { ...org, project: name }, kind: "project" };
   }
   if (r.org !== undefined) {
-    if (r.org === "") throw new ConnectError("org: must not be empty", Code.InvalidArgument);
+    const org = v.safeParse(Name, r.org);
+    if (!org.success) throw new ConnectError(`org: ${org.issues[0].message}`, Code.InvalidArgument);
     return { target: { org: r.org }, kind: "org" };
   }
   // No target: every app (Flyte sends a snapshot of all apps and then never a live event).
@@ -268,8 +275,13 @@ export function watchTargetOf(json: unknown): { target: SubscribeTarget; kind: s
 export interface AppServiceHandlers extends ConnectStreams {
   /** Registers AppService (with its Origin and auth checks) on a Connect router. */
   routes(router: ConnectRouter): void;
-  /** Per-request context: the client's address (for the per-client stream limit). */
-  contextValues(clientAddress: string, drainTracked?: StreamState): ContextValues;
+  /**
+   * Per-request context: the client's address (for the per-client stream limit), and a rejection
+   * the handler answers instead of serving (a body found undecodable before connect-es read it).
+   */
+  contextValues(clientAddress: string, drainTracked?: StreamState, rejection?: ConnectError): ContextValues;
+  /** Largest request message in bytes. */
+  readonly maxMessageBytes: number;
 }
 
 /** Builds AppService's implementation over `options.client`. */
@@ -292,6 +304,8 @@ export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServ
         throw new ConnectError(presented === undefined ? "a bearer token is required" : "the bearer token is not valid", Code.Unauthenticated);
       }
     }
+    const rejection = req.contextValues.get(rejectionKey);
+    if (rejection) throw rejection;
     return next(req);
   };
 
@@ -311,7 +325,10 @@ export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServ
         return create(ListResponseSchema, { apps: page.apps.map(appMessage), token: page.token } as never);
       } catch (err) {
         if (err instanceof InvalidPageTokenError) throw new ConnectError(err.message, Code.InvalidArgument);
-        throw new ConnectError(`failed to list KServices for ${project}/${domain}: ${errorText(err)}`, Code.Internal);
+        const text = `failed to list KServices for ${project}/${domain}: ${errorText(err)}`;
+        // Before the first sync the token is the API server's continue token: a bad or expired one is the client's.
+        if (err instanceof KubeApiError && (err.code === 400 || err.code === 410 || err.code === 422)) throw new ConnectError(text, Code.InvalidArgument);
+        throw new ConnectError(text, Code.Internal);
       }
     },
 
@@ -402,10 +419,11 @@ export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServ
     routes(router) {
       router.service(AppService, impl as never, { interceptors: [guard], readMaxBytes: options.maxMessageBytes });
     },
-    contextValues(clientAddress, drainTracked) {
-      const values = createContextValues().set(clientAddressKey, clientAddress);
+    contextValues(clientAddress, drainTracked, rejection) {
+      const values = createContextValues().set(clientAddressKey, clientAddress).set(rejectionKey, rejection);
       return values.set(streamStateKey, drainTracked ?? { opened: false, drainTracked: false });
     },
+    maxMessageBytes: options.maxMessageBytes,
     close(reason) {
       closing = reason;
       for (const s of [...streams]) s.abort();
@@ -434,10 +452,12 @@ export function mountConnect(
   for (const prefix of ["/internal", ""]) {
     app.on(["POST", "GET"], `${prefix}${APP_SERVICE_PATH}/:method`, async (c) => {
       const handler = handlers.get(`${APP_SERVICE_PATH}/${c.req.param("method")}`);
-      if (!handler) return c.json({ code: "unimplemented", message: `${c.req.path} is not a method of ${AppService.typeName}` }, 404);
-      const request = universalServerRequestFromFetch(c.req.raw, {});
+      const method = AppService.methods.find((m) => m.name === c.req.param("method"));
+      if (!handler || !method) return c.json({ code: "unimplemented", message: `${c.req.path} is not a method of ${AppService.typeName}` }, 404);
+      const checked = await checkBinaryRequest(c.req.raw, method.input, service.maxMessageBytes);
+      const request = universalServerRequestFromFetch(checked.request, {});
       const stream: StreamState = { opened: false, drainTracked: true };
-      request.contextValues = service.contextValues(clientAddress?.(c) ?? "unknown", stream);
+      request.contextValues = service.contextValues(clientAddress?.(c) ?? "unknown", stream, checked.rejection);
       const response = universalServerResponseToFetch(await handler(request));
       return response.body ? new Response(untilDrained(response.body, () => {
         if (stream.opened) {

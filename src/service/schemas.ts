@@ -49,11 +49,15 @@ export const ListQuerySchema = v.strictObject({
   token: v.optional(v.pipe(v.string(), v.maxLength(8192, "is too long"))),
 });
 
-/** `GET /v1/apps/:project/:domain/:name` path parameters (+ optional `org` query). */
-export const GetAppParamsSchema = v.strictObject({
+/** `GET /v1/apps/:project/:domain/:name` path parameters. */
+export const GetAppPathSchema = v.strictObject({
   project: Name,
   domain: Name,
   name: Name,
+});
+
+/** `GET /v1/apps/:project/:domain/:name` query: only `org`. */
+export const GetAppQuerySchema = v.strictObject({
   org: v.optional(Name),
 });
 
@@ -77,21 +81,47 @@ export function issuesOf(issues: readonly v.BaseIssue<unknown>[]): { message: st
       : i.message;
     return { key, message };
   });
-  return { message: list.map((i) => (i.key ? `${i.key}: ${i.message}` : i.message)).join("; "), issues: list };
+  return { message: messageOf(list), issues: list };
 }
 
-/** Parses a URL's query string with `schema`; repeated keys are an error. */
+/** The keys a query schema accepts: the entries of its strict object (piped schemas keep them). */
+function knownKeys(schema: v.GenericSchema): ReadonlySet<string> | undefined {
+  const entries = (schema as { entries?: Record<string, unknown> }).entries;
+  return entries ? new Set(Object.keys(entries)) : undefined;
+}
+
+/**
+ * Parses a URL's query string with `schema`. Every key is treated alike, prototype names
+ * (`__proto__`, `toString`) included: an empty, repeated or unknown key is an error naming it.
+ */
 export function parseQuery<S extends v.GenericSchema>(
   schema: S,
   url: string,
 ): { ok: true; value: v.InferOutput<S> } | { ok: false; message: string; issues: ApiIssue[] } {
-  const params = new URL(url).searchParams;
-  const query: Record<string, string> = {};
-  for (const [key, value] of params) {
-    if (key in query) return { ok: false, message: `${key}: is repeated`, issues: [{ key, message: "is repeated" }] };
-    query[key] = value;
+  const known = knownKeys(schema);
+  const seen = new Map<string, string>();
+  const issues: ApiIssue[] = [];
+  for (const [key, value] of new URL(url).searchParams) {
+    if (key === "") issues.push({ key, message: `a query parameter has an empty name (${JSON.stringify(`=${value}`)})` });
+    else if (seen.has(key)) issues.push({ key, message: "is repeated" });
+    else if (known && !known.has(key)) issues.push({ key, message: "is not a known parameter" });
+    seen.set(key, value);
   }
+  if (issues.length > 0) return { ok: false, message: messageOf(issues), issues: dedupe(issues) };
+  // A null-prototype record: no key can reach Object.prototype, or be mistaken for one of its members.
+  const query: Record<string, string> = Object.create(null);
+  for (const [key, value] of seen) query[key] = value;
   const r = v.safeParse(schema, query);
   if (r.success) return { ok: true, value: r.output };
   return { ok: false, ...issuesOf(r.issues) };
+}
+
+function messageOf(issues: readonly ApiIssue[]): string {
+  return dedupe(issues).map((i) => (i.key ? `${i.key}: ${i.message}` : i.message)).join("; ");
+}
+
+function dedupe(issues: readonly ApiIssue[]): ApiIssue[] {
+  const out = new Map<string, ApiIssue>();
+  for (const i of issues) out.set(`${i.key}\u0000${i.message}`, i);
+  return [...out.values()];
 }

@@ -12,6 +12,7 @@
  * @module
  */
 import type { KubeClient, Query } from "../kube/client.ts";
+import { KubeTransportError } from "../kube/errors.ts";
 import { errorFromResponse, errorFromStatus, KubeApiError } from "../kube/status.ts";
 import { type Logger, silentLogger } from "../log.ts";
 import * as v from "valibot";
@@ -768,6 +769,8 @@ function describeError(error: unknown): Record<string, unknown> {
   if (error instanceof KubeApiError) {
     return { error: error.message, code: error.code, reason: error.reason };
   }
+  // Its message already names the URL and the system error; the runtime's "fetch failed" adds nothing.
+  if (error instanceof KubeTransportError) return { error: error.message, code: error.code };
   if (error instanceof Error) {
     const cause = (error as { cause?: unknown }).cause;
     const detail = cause instanceof Error ? `: ${cause.message}` : "";

@@ -11,6 +11,7 @@
  */
 import { AppK8sClient, AppsForbiddenError, KnativeNotInstalledError } from "../flyte/app-client.ts";
 import type { KubeClient } from "../kube/client.ts";
+import { describeKubeFailure } from "../kube/errors.ts";
 import type { Logger } from "../log.ts";
 import type { AdapterOptions, FetchHandler } from "../service/adapters/types.ts";
 import { type AppwatchApp, CLOSE, createApp } from "../service/app.ts";
@@ -125,7 +126,8 @@ export function compose<C extends ClusterSource>(settings: ServiceSettings, io: 
           throw err;
         }
         const delay = retry.next();
-        log.warn("cannot reach the Kubernetes API yet; retrying", { error: (err as Error).message, retryInMs: delay });
+        const why = describeKubeFailure(err); // names the cause: no answer, 401, 403, another status
+        log[why.level](`${why.message}; retrying`, { error: (err as Error).message, retryInMs: delay });
         await sleep(delay, stopWatch.signal);
       }
     }
