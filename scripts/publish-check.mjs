@@ -3,7 +3,8 @@
 //   1. `deno publish --dry-run --allow-dirty`: the JSR package builds (no slow types, right file set);
 //   2. examples/node.mjs (Node + tsx) and examples/bun.ts (Bun) exit 0 and print a createEvent;
 //   3. deploy/ and the Dockerfile keep their invariants: every manifest parses, the Kustomization
-//      lists them, the Deployment runs non-root with a read-only root filesystem and the right
+//      lists them, no Namespace but in deploy/namespace/ (deploy/ does not own
+//      Flyte's namespace), the Deployment runs non-root with a read-only root filesystem and the right
 //      probes, the Service and PDB select its pods, RBAC grants exactly get/list/watch on
 //      services.serving.knative.dev and list, watch on revisions.serving.knative.dev.
 // Prints "publish-check: ok", or every failure and exits 1.
@@ -151,7 +152,20 @@ function deployStep() {
     check(sameSet(k.resources ?? [], top), "deploy/Kustomization", `resources ${JSON.stringify(k.resources)} must be exactly the top-level manifests ${JSON.stringify(top)} (not crds/)`);
   }
 
+  // deploy/ must not own the `flyte` namespace (Flyte does): `kubectl delete -k deploy/` would
+  // delete it with every app in it. Only deploy/namespace/ (applied first where nothing owns it) creates it.
   const ns = "flyte";
+  for (const { file, obj } of objects) {
+    if (obj.kind === "Namespace") check(file === "deploy/namespace/namespace.yaml", file, `a Namespace (${obj.metadata.name}) outside deploy/namespace/: deploy/ must not own a namespace`);
+  }
+  const opath = join(ROOT, "deploy", "namespace", "Kustomization");
+  if (check(existsSync(opath), "deploy/namespace/Kustomization", "missing (kubectl apply -k deploy/namespace/ creates the namespace)")) {
+    const o = parseAllDocuments(readFileSync(opath, "utf8"))[0]?.toJS() ?? {};
+    check(o.kind === "Kustomization", "deploy/namespace/Kustomization", `kind is ${o.kind}`);
+    check(sameSet((o.resources ?? []).map((r) => r.replace(/\/$/, "")), ["namespace.yaml"]), "deploy/namespace/Kustomization", `resources ${JSON.stringify(o.resources)} must be exactly ["namespace.yaml"]`);
+    const nsObj = objects.find((x) => x.file === "deploy/namespace/namespace.yaml")?.obj;
+    check(nsObj?.kind === "Namespace" && nsObj.metadata.name === ns, "deploy/namespace/namespace.yaml", `must be the Namespace ${ns}`);
+  }
   for (const { file, obj } of objects) {
     if (obj.kind !== "Namespace" && obj.kind !== "CustomResourceDefinition") check(obj.metadata.namespace === ns, file, `${obj.kind}/${obj.metadata.name} is not in namespace ${ns}`);
   }
