@@ -265,6 +265,11 @@ function deployStep() {
   const reads = argv.filter((a) => a.startsWith("--allow-fs-read=")).map((a) => a.slice("--allow-fs-read=".length));
   check(reads.length > 0 && !reads.some((r) => r === "*" || r === "/" || r === "/*"), D, `ENTRYPOINT must limit --allow-fs-read to listed paths (got ${JSON.stringify(reads)})`);
   check(/^EXPOSE\s+8080\b/m.test(df), D, "EXPOSE 8080");
+  // The image ships only what runs: Node 24 strips the types itself, so tsx/esbuild (11.5 MB) and
+  // typescript (23 MB, valibot's peer for types only) installed by `npm ci --omit=dev` are removed.
+  for (const dir of ["node_modules/tsx", "node_modules/esbuild", "node_modules/@esbuild", "node_modules/typescript"]) {
+    check(new RegExp(`rm -rf[^\\n]*\\s${dir.replace("/", "\\/")}(\\s|$)`, "m").test(df), D, `the deps stage must remove ${dir} (not used at run time)`);
+  }
   check(/^HEALTHCHECK\b.*\/healthz/m.test(df), D, "HEALTHCHECK on /healthz");
   // Docker silently runs a malformed exec-form array as a shell command: make sure each one is JSON.
   for (const [what, re] of [["CMD", /^CMD\s+(\[.*\])\s*$/m], ["HEALTHCHECK CMD", /^HEALTHCHECK\b.*?\sCMD\s+(\[.*\])\s*$/m]]) {
