@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Release checks that CI can run (`node scripts/publish-check.mjs`, about 10 s):
-//   1. `deno publish --dry-run --allow-dirty`: the JSR package builds (no slow types, right file set);
+//   1. `deno publish --dry-run --allow-dirty`: the JSR package builds (no slow types, right file set),
+//      and deno.json's import map covers every bare import of mod.ts and src/ with package.json's ranges;
 //   2. examples/node.mjs (Node + tsx) and examples/bun.ts (Bun) exit 0 and print a createEvent;
 //   3. deploy/ and the Dockerfile keep their invariants: every manifest parses, the Kustomization
 //      lists them, no Namespace but in deploy/namespace/ (deploy/ does not own
@@ -52,7 +53,50 @@ const tail = (text, lines = 30) => (text ?? "").trim().split("\n").slice(-lines)
 
 // ------------------------------------------------------------------------------------ 1. publish
 
+/** Every .ts file under dir (recursively). */
+function tsFiles(dir) {
+  const out = [];
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) out.push(...tsFiles(p));
+    else if (e.name.endsWith(".ts")) out.push(p);
+  }
+  return out;
+}
+
+// deno.json's import map is what JSR applies at publish and what an outside Deno project passes
+// (--import-map): every bare import of the published code must be in it, with package.json's range.
+function importMapStep() {
+  const W = "deno.json imports";
+  const before = failures.length;
+  const denoJson = JSON.parse(readFileSync(join(ROOT, "deno.json"), "utf8"));
+  const map = denoJson.imports ?? {};
+  const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
+  const ranges = { ...pkg.devDependencies, ...pkg.dependencies };
+  for (const [key, target] of Object.entries(map)) {
+    const m = /^npm:\/?((?:@[^/@]+\/)?[^/@]+)@([^/]+)\/?$/.exec(target);
+    if (!check(m, W, `${key}: ${target} is not an npm:name@range specifier`)) continue;
+    check(ranges[m[1]] === m[2], W, `${key}: ${target} — package.json has ${m[1]}@${ranges[m[1]] ?? "(none)"}`);
+    check(pkg.dependencies?.[m[1]] !== undefined, W, `${key}: ${m[1]} is not a runtime dependency in package.json`);
+  }
+  const files = [join(ROOT, "mod.ts"), ...tsFiles(join(ROOT, "src"))];
+  const bare = new Set();
+  for (const f of files) {
+    const text = readFileSync(f, "utf8");
+    for (const m of text.matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|^import\s+)"([^"./][^"]*)"/gm)) {
+      // (Doc-comment examples import the package by its own name.)
+      if (!/^(node|npm|jsr|https?):/.test(m[1]) && !(m[1] === denoJson.name || m[1].startsWith(`${denoJson.name}/`))) bare.add(m[1]);
+    }
+  }
+  for (const spec of bare) {
+    const covered = spec in map || Object.keys(map).some((k) => k.endsWith("/") && spec.startsWith(k));
+    check(covered, W, `"${spec}" (imported by the published code) is not in deno.json's import map`);
+  }
+  if (failures.length === before) console.log(`publish-check: deno.json import map ok (${Object.keys(map).length} entries, ${bare.size} bare imports, ranges as in package.json)`);
+}
+
 function publishStep() {
+  importMapStep();
   if (!check(existsSync(DENO), "deno publish", `${DENO} is missing; run npm ci`)) return;
   const r = run(DENO, ["publish", "--dry-run", "--allow-dirty"], 120_000);
   const out = `${r.stdout}\n${r.stderr}`;
