@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // Release checks that CI can run (`node scripts/publish-check.mjs`, about 10 s):
-//   1. `deno publish --dry-run --allow-dirty`: the JSR package builds (no slow types, right file set);
+//   1. `deno publish --dry-run --allow-dirty`: the JSR package builds (no slow types, right file set),
+//      and deno.json's import map covers every bare import of mod.ts and src/ with package.json's ranges;
 //   2. examples/node.mjs (Node + tsx) and examples/bun.ts (Bun) exit 0 and print a createEvent;
 //   3. deploy/ and the Dockerfile keep their invariants: every manifest parses, the Kustomization
-//      lists them, the Deployment runs non-root with a read-only root filesystem and the right
+//      lists them, no Namespace but in deploy/namespace/ (deploy/ does not own
+//      Flyte's namespace), the Deployment runs non-root with a read-only root filesystem and the right
 //      probes, the Service and PDB select its pods, RBAC grants exactly get/list/watch on
 //      services.serving.knative.dev and list, watch on revisions.serving.knative.dev.
 // Prints "publish-check: ok", or every failure and exits 1.
@@ -51,7 +53,50 @@ const tail = (text, lines = 30) => (text ?? "").trim().split("\n").slice(-lines)
 
 // ------------------------------------------------------------------------------------ 1. publish
 
+/** Every .ts file under dir (recursively). */
+function tsFiles(dir) {
+  const out = [];
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) out.push(...tsFiles(p));
+    else if (e.name.endsWith(".ts")) out.push(p);
+  }
+  return out;
+}
+
+// deno.json's import map is what JSR applies at publish and what an outside Deno project passes
+// (--import-map): every bare import of the published code must be in it, with package.json's range.
+function importMapStep() {
+  const W = "deno.json imports";
+  const before = failures.length;
+  const denoJson = JSON.parse(readFileSync(join(ROOT, "deno.json"), "utf8"));
+  const map = denoJson.imports ?? {};
+  const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
+  const ranges = { ...pkg.devDependencies, ...pkg.dependencies };
+  for (const [key, target] of Object.entries(map)) {
+    const m = /^npm:\/?((?:@[^/@]+\/)?[^/@]+)@([^/]+)\/?$/.exec(target);
+    if (!check(m, W, `${key}: ${target} is not an npm:name@range specifier`)) continue;
+    check(ranges[m[1]] === m[2], W, `${key}: ${target} — package.json has ${m[1]}@${ranges[m[1]] ?? "(none)"}`);
+    check(pkg.dependencies?.[m[1]] !== undefined, W, `${key}: ${m[1]} is not a runtime dependency in package.json`);
+  }
+  const files = [join(ROOT, "mod.ts"), ...tsFiles(join(ROOT, "src"))];
+  const bare = new Set();
+  for (const f of files) {
+    const text = readFileSync(f, "utf8");
+    for (const m of text.matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|^import\s+)"([^"./][^"]*)"/gm)) {
+      // (Doc-comment examples import the package by its own name.)
+      if (!/^(node|npm|jsr|https?):/.test(m[1]) && !(m[1] === denoJson.name || m[1].startsWith(`${denoJson.name}/`))) bare.add(m[1]);
+    }
+  }
+  for (const spec of bare) {
+    const covered = spec in map || Object.keys(map).some((k) => k.endsWith("/") && spec.startsWith(k));
+    check(covered, W, `"${spec}" (imported by the published code) is not in deno.json's import map`);
+  }
+  if (failures.length === before) console.log(`publish-check: deno.json import map ok (${Object.keys(map).length} entries, ${bare.size} bare imports, ranges as in package.json)`);
+}
+
 function publishStep() {
+  importMapStep();
   if (!check(existsSync(DENO), "deno publish", `${DENO} is missing; run npm ci`)) return;
   const r = run(DENO, ["publish", "--dry-run", "--allow-dirty"], 120_000);
   const out = `${r.stdout}\n${r.stderr}`;
@@ -151,7 +196,20 @@ function deployStep() {
     check(sameSet(k.resources ?? [], top), "deploy/Kustomization", `resources ${JSON.stringify(k.resources)} must be exactly the top-level manifests ${JSON.stringify(top)} (not crds/)`);
   }
 
+  // deploy/ must not own the `flyte` namespace (Flyte does): `kubectl delete -k deploy/` would
+  // delete it with every app in it. Only deploy/namespace/ (applied first where nothing owns it) creates it.
   const ns = "flyte";
+  for (const { file, obj } of objects) {
+    if (obj.kind === "Namespace") check(file === "deploy/namespace/namespace.yaml", file, `a Namespace (${obj.metadata.name}) outside deploy/namespace/: deploy/ must not own a namespace`);
+  }
+  const opath = join(ROOT, "deploy", "namespace", "Kustomization");
+  if (check(existsSync(opath), "deploy/namespace/Kustomization", "missing (kubectl apply -k deploy/namespace/ creates the namespace)")) {
+    const o = parseAllDocuments(readFileSync(opath, "utf8"))[0]?.toJS() ?? {};
+    check(o.kind === "Kustomization", "deploy/namespace/Kustomization", `kind is ${o.kind}`);
+    check(sameSet((o.resources ?? []).map((r) => r.replace(/\/$/, "")), ["namespace.yaml"]), "deploy/namespace/Kustomization", `resources ${JSON.stringify(o.resources)} must be exactly ["namespace.yaml"]`);
+    const nsObj = objects.find((x) => x.file === "deploy/namespace/namespace.yaml")?.obj;
+    check(nsObj?.kind === "Namespace" && nsObj.metadata.name === ns, "deploy/namespace/namespace.yaml", `must be the Namespace ${ns}`);
+  }
   for (const { file, obj } of objects) {
     if (obj.kind !== "Namespace" && obj.kind !== "CustomResourceDefinition") check(obj.metadata.namespace === ns, file, `${obj.kind}/${obj.metadata.name} is not in namespace ${ns}`);
   }
@@ -251,6 +309,11 @@ function deployStep() {
   const reads = argv.filter((a) => a.startsWith("--allow-fs-read=")).map((a) => a.slice("--allow-fs-read=".length));
   check(reads.length > 0 && !reads.some((r) => r === "*" || r === "/" || r === "/*"), D, `ENTRYPOINT must limit --allow-fs-read to listed paths (got ${JSON.stringify(reads)})`);
   check(/^EXPOSE\s+8080\b/m.test(df), D, "EXPOSE 8080");
+  // The image ships only what runs: Node 24 strips the types itself, so tsx/esbuild (11.5 MB) and
+  // typescript (23 MB, valibot's peer for types only) installed by `npm ci --omit=dev` are removed.
+  for (const dir of ["node_modules/tsx", "node_modules/esbuild", "node_modules/@esbuild", "node_modules/typescript"]) {
+    check(new RegExp(`rm -rf[^\\n]*\\s${dir.replace("/", "\\/")}(\\s|$)`, "m").test(df), D, `the deps stage must remove ${dir} (not used at run time)`);
+  }
   check(/^HEALTHCHECK\b.*\/healthz/m.test(df), D, "HEALTHCHECK on /healthz");
   // Docker silently runs a malformed exec-form array as a shell command: make sure each one is JSON.
   for (const [what, re] of [["CMD", /^CMD\s+(\[.*\])\s*$/m], ["HEALTHCHECK CMD", /^HEALTHCHECK\b.*?\sCMD\s+(\[.*\])\s*$/m]]) {

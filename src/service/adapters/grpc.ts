@@ -1,25 +1,107 @@
 /**
  * gRPC proper (HTTP/2 cleartext, "h2c") for Flyte's AppService, on a port of its own
  * (`--grpc-port`). gRPC needs HTTP/2 and response trailers, which the fetch `Response` behind the
- * Hono routes cannot carry, so this listener is `node:http2` with `@connectrpc/connect-node`'s
- * adapter; it serves Connect and gRPC-Web too. Tested on Node, Deno and Bun (their `node:http2`).
+ * Hono routes cannot carry, so this listener is `node:http2` with `@connectrpc/connect`'s
+ * universal handlers (the small request/response bridge is below; `@connectrpc/connect-node`,
+ * which has one too, declares Node >= 22); it serves Connect and gRPC-Web too. Tested on Node,
+ * Deno and Bun (their `node:http2`).
  * @module
  */
-import { createServer, type Http2Session } from "node:http2";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { createServer, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from "node:http2";
+import { gunzip, gzip } from "node:zlib";
+import { Code, ConnectError, createConnectRouter } from "@connectrpc/connect";
+import type { Compression, UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import type { AppServiceHandlers } from "../connect.ts";
 import { type ListeningServer, urlHost } from "./types.ts";
 
+/** gzip for request and response messages (what gRPC clients may ask for; identity is always on). */
+const GZIP: Compression = {
+  name: "gzip",
+  compress: (bytes) =>
+    new Promise((resolve, reject) => gzip(bytes, (err, out) => (err ? reject(err) : resolve(new Uint8Array(out.buffer.slice(out.byteOffset, out.byteOffset + out.byteLength)))))),
+  decompress: (bytes, readMaxBytes) =>
+    new Promise((resolve, reject) => {
+      if (bytes.byteLength === 0) return resolve(new Uint8Array(0));
+      gunzip(bytes, { maxOutputLength: Math.max(1, Math.min(readMaxBytes, 2 ** 31 - 1)) }, (err, out) => {
+        if (err) {
+          const tooBig = (err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE";
+          reject(new ConnectError(tooBig ? `message is larger than configured readMaxBytes ${readMaxBytes} after decompression` : "invalid gzip data", tooBig ? Code.ResourceExhausted : Code.InvalidArgument));
+        } else resolve(new Uint8Array(out.buffer.slice(out.byteOffset, out.byteOffset + out.byteLength)));
+      });
+    }),
+};
+
+/** The universal request of an HTTP/2 request: headers without pseudo-headers, the body as a stream, aborted when the stream closes. */
+function universalRequest(req: Http2ServerRequest): UniversalServerRequest {
+  const header = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (name.startsWith(":") || value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) header.append(name, v);
+  }
+  const aborted = new AbortController();
+  req.stream.once("close", () => aborted.abort());
+  return {
+    httpVersion: req.httpVersion,
+    url: `http://${req.headers[":authority"] ?? "localhost"}${req.url}`,
+    method: req.method,
+    header,
+    body: (async function* () {
+      for await (const chunk of req) yield chunk instanceof Uint8Array ? chunk : new TextEncoder().encode(String(chunk));
+    })(),
+    signal: aborted.signal,
+  };
+}
+
+const headerObject = (h: Headers | undefined): Record<string, string> => Object.fromEntries(h?.entries() ?? []);
+
+/** Writes a universal response, waiting for the peer to read (backpressure), trailers last. */
+async function sendUniversal(u: UniversalServerResponse, res: Http2ServerResponse): Promise<void> {
+  res.writeHead(u.status, headerObject(u.header));
+  if (u.body) {
+    for await (const chunk of u.body) {
+      if (res.destroyed || res.stream.closed) break;
+      if (!res.write(chunk)) {
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            res.off("drain", done);
+            res.stream.off("close", done);
+            resolve();
+          };
+          res.on("drain", done);
+          res.stream.on("close", done);
+        });
+      }
+    }
+  }
+  if (res.destroyed || res.stream.closed) return;
+  if (u.trailer) res.addTrailers(headerObject(u.trailer));
+  res.end();
+}
+
 /** Serves `service` over gRPC, gRPC-Web and Connect on HTTP/2 cleartext, at `/` and `/internal/`. */
 export function listenGrpc(service: AppServiceHandlers, options: { port: number; hostname: string }): Promise<ListeningServer> {
-  const common = {
-    routes: (router: Parameters<AppServiceHandlers["routes"]>[0]) => service.routes(router),
-    contextValues: (req: { socket?: { remoteAddress?: string } }) => service.contextValues(req.socket?.remoteAddress ?? "unknown"),
-  };
+  const router = createConnectRouter({ acceptCompression: [GZIP] });
+  service.routes(router);
   // Flyte's data plane path (`/internal/…`) and the plain service path, as on the HTTP port.
-  const internal = connectNodeAdapter({ ...common, requestPathPrefix: "/internal" });
-  const handler = connectNodeAdapter({ ...common, fallback: internal });
-  const server = createServer(handler);
+  const paths = new Map<string, UniversalHandler>();
+  for (const h of router.handlers) for (const prefix of ["", "/internal"]) paths.set(prefix + h.requestPath, h);
+  const server = createServer((req, res) => {
+    const handler = paths.get(req.url.split("?", 1)[0] ?? "");
+    if (!handler) {
+      res.writeHead(404);
+      res.end();
+      return;
+    }
+    const u = universalRequest(req);
+    u.contextValues = service.contextValues(req.socket?.remoteAddress ?? "unknown");
+    handler(u)
+      .then((out) => sendUniversal(out, res))
+      .catch((reason) => {
+        // A client that went away (Aborted) is not an error of ours; anything else cuts the stream.
+        if (ConnectError.from(reason).code !== Code.Aborted) console.error(`gRPC handler ${handler.method.name} failed`, reason);
+        if (!res.destroyed) res.destroy();
+      });
+  });
   const sessions = new Set<Http2Session>();
   server.on("session", (session) => {
     sessions.add(session);
