@@ -42,14 +42,15 @@ function onlyRuntimePath(name) {
   const real = realpathSync(BINARIES[name]);
   const bin = join(scratch, `${name}-bin`);
   mkdirSync(bin, { recursive: true });
-  symlinkSync(real, join(bin, name));
+  if (!existsSync(join(bin, name))) symlinkSync(real, join(bin, name)); // one folder per runtime, shared by its steps
   return bin;
 }
 
 /** The environment of a machine with one runtime: PATH is that runtime only, fresh caches and
  * HOME, no cluster config, nothing from an outer npm. The CA variables stay (registry access). */
 function runtimeEnv(name) {
-  const env = { ...process.env, NO_COLOR: "1", PATH: onlyRuntimePath(name), HOME: join(scratch, `${name}-home`), KUBECONFIG: "/nonexistent/kubeconfig" };
+  const env = { ...process.env, NO_COLOR: "1", PATH: onlyRuntimePath(name), HOME: join(scratch, `${name}-home`) };
+  delete env.KUBECONFIG; // no cluster config at all (a KUBECONFIG naming missing files is an error, as in kubectl)
   for (const k of Object.keys(env)) if (k.startsWith("npm_") || k === "NODE_OPTIONS") delete env[k];
   delete env.KUBERNETES_SERVICE_HOST;
   env.DENO_DIR = join(scratch, `${name}-deno-cache`);
