@@ -363,3 +363,28 @@ describe("serve --help", () => {
     assert.deepEqual(long, [], "lines fit in 100 columns");
   });
 });
+
+describe("settingsFromEnv (the environment alone, for the Cloudflare Worker)", () => {
+  test("reads the same variables with the same checks and messages as loadSettings", async () => {
+    const { settingsFromEnv } = await import("../src/service/settings-env.ts");
+    const env = { APPWATCH_NAMESPACE: "a, b", APPWATCH_HEARTBEAT_SECONDS: "5", APPWATCH_SLOW_CONSUMER: "drop" };
+    const read = settingsFromEnv("serve", env);
+    assert.ok(read.ok);
+    const loaded = loadSettings({ argv: [], env });
+    assert.deepEqual(read.settings.namespaces, ["a", "b"]);
+    assert.equal(read.settings.heartbeatSeconds, loaded.settings.heartbeatSeconds);
+    assert.equal(read.settings.slowConsumer, "drop");
+
+    const bad = { APPWATCH_PORT: "x" };
+    const refused = settingsFromEnv("serve", bad);
+    assert.ok(!refused.ok);
+    assert.throws(() => loadSettings({ argv: [], env: bad }), (err: Error) => err.message.includes(refused.problems[0]!));
+  });
+
+  test("a setting read from a file is refused, not silently dropped (there is no file system)", async () => {
+    const { settingsFromEnv } = await import("../src/service/settings-env.ts");
+    const r = settingsFromEnv("serve", { APPWATCH_AUTH_TOKENS_FILE: "/run/secrets/tokens" });
+    assert.ok(!r.ok);
+    assert.match(r.problems[0]!, /^APPWATCH_AUTH_TOKENS_FILE: files cannot be read here/);
+  });
+});

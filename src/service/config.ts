@@ -18,6 +18,7 @@ import { dirname, isAbsolute, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import * as v from "valibot";
 import { parse as parseYaml } from "yaml";
+import { check, fromString, type Layer, type Problems, readEnvLayer, splitList } from "./settings-env.ts";
 import {
   type Command,
   CONFIG_ENV,
@@ -220,52 +221,6 @@ Examples:
 // ---------------------------------------------------------------------------------------------
 // Reading one layer.
 
-type Layer = Record<string, unknown>;
-type Problems = string[];
-
-function describe(value: unknown): string {
-  const s = JSON.stringify(value);
-  return s === undefined ? String(value) : s.length > 80 ? `${s.slice(0, 77)}...` : s;
-}
-
-/** Validates one value of `row`; pushes `<label>: <message>` problems. */
-function check(row: SettingDef, value: unknown, label: string, problems: Problems): unknown {
-  const r = v.safeParse(valueSchema(row), value);
-  if (r.success) return r.output;
-  const secret = row.secret ?? false;
-  const seen = new Set<string>();
-  for (const issue of r.issues) {
-    const index = issue.path?.find((p) => typeof p.key === "number")?.key;
-    const where = typeof index === "number" && Array.isArray(value) ? (secret ? `: item ${index + 1}` : `: ${describe(value[index])}`) : "";
-    const got = secret || where || value === undefined ? "" : `; got ${describe(value)}`;
-    const line = `${label}${where}: ${issue.message}${got}`;
-    if (!seen.has(line)) problems.push(line);
-    seen.add(line);
-  }
-  return undefined;
-}
-
-function splitList(s: string): string[] {
-  return s.split(",").map((x) => x.trim()).filter(Boolean);
-}
-
-/** A string (from the environment or a flag) → the typed value to validate. */
-function fromString(kind: StringKind, s: string): unknown {
-  switch (kind) {
-    case "number": {
-      const t = s.trim();
-      return /^[+-]?(\d+(\.\d*)?|\.\d+)$/.test(t) ? Number(t) : s;
-    }
-    case "bool": {
-      const t = s.trim().toLowerCase();
-      return ["true", "1", "yes", "on"].includes(t) ? true : ["false", "0", "no", "off"].includes(t) ? false : s;
-    }
-    case "list":
-      return splitList(s);
-    case "string":
-      return s;
-  }
-}
 
 /** Parses the lines of an auth tokens file: one token per line, blank lines and `#` comments ignored. */
 export function parseTokenLines(text: string): string[] {
@@ -342,18 +297,6 @@ function readFileLayer(path: string, text: string, rows: ReadonlyMap<string, Set
     const schema = v.strictObject(Object.fromEntries([...rows.values()].filter((r) => r.file).map((r) => [r.key, v.optional(valueSchema(r))])));
     const r = v.safeParse(schema, layer);
     if (!r.success) for (const i of r.issues) problems.push(`${path}: ${i.path?.map((p) => String(p.key)).join(".") ?? ""}: ${i.message}`);
-  }
-  return layer;
-}
-
-function readEnvLayer(rows: readonly SettingDef[], env: Record<string, string | undefined>, problems: Problems): Layer {
-  const layer: Layer = {};
-  for (const row of rows) {
-    if (row.env === undefined) continue;
-    const raw = env[row.env];
-    if (raw === undefined || raw.trim() === "") continue;
-    const out = check(row, fromString(stringKind(row), raw), row.env, problems);
-    if (out !== undefined) layer[row.key] = out;
   }
   return layer;
 }

@@ -8,11 +8,9 @@
  * are used: the API server is reached with plain `fetch` and a bearer token (or none).
  * @module
  */
-import * as v from "valibot";
 import { bearerToken, KubeClient, noCredentials } from "../kube/client.ts";
 import { createLogger, type Logger } from "../log.ts";
 import { createCloudflareRuntime } from "../service/adapters/cloudflare.ts";
-import { type ServiceSettings, settingsSchema } from "../service/settings.ts";
 import { type CloudflareSettings, settingsFromEnv } from "./cloudflare-env.ts";
 import { compose, type Composition, VERSION } from "./compose.ts";
 
@@ -52,15 +50,13 @@ export function composeCloudflare(settings: CloudflareSettings, log: Logger, fet
     fetch: fetcher ? (input, init) => fetcher.fetch(input, init) : (input, init) => fetch(input, init),
     userAgent: `appwatch/${VERSION} (cloudflare)`,
   });
-  const { apiServer, token: _token, namespaces: _namespaces, ...read } = settings;
-  // Every setting the Worker does not read keeps the service's default.
-  const all: ServiceSettings = { ...(v.parse(settingsSchema("serve"), {}) as ServiceSettings), ...read };
-  const service = compose(all, {
+  const apiServer = settings.apiServer;
+  const service = compose(settings.service, {
     logger: log,
     cluster: { client: kube, namespaces: settings.namespaces, describe: apiServer, close: async () => {} },
     runtime: Object.assign(createCloudflareRuntime(), { runtime: "workerd" }),
   });
-  log.info("appwatch started in a Durable Object", { cluster: apiServer, namespaces: settings.namespaces, auth: settings.authTokens.length > 0 });
+  log.info("appwatch started in a Durable Object", { cluster: apiServer, namespaces: settings.namespaces, auth: settings.service.authTokens.length > 0 });
   return service;
 }
 
