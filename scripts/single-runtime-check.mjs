@@ -166,6 +166,10 @@ async function runtimeStartStep(name) {
     done: (lines) => lines.some((l) => l.includes('"appwatch listening"')),
   });
   if (expectStop(s, STOPPED)) console.log(`single-runtime-check: \`${s.what}\` ok (listened, stopped on SIGTERM, exit 0)`);
+  // The sandbox API server alone (`deno task sandbox` / `bun run sandbox`).
+  const sandboxArgs = name === "deno" ? ["task", "sandbox", "--port", "0"] : ["run", "sandbox", "--port", "0"];
+  const sb = await runUntil(`${name} ${sandboxArgs.join(" ")}`, name, sandboxArgs, { cwd: dir, env, done: (lines) => lines.some((l) => l.includes('"sandbox listening"')) });
+  if (expectStop(sb, /"sandbox stopped"/)) console.log(`single-runtime-check: \`${sb.what}\` ok (listened, stopped on SIGTERM, exit 0)`);
 }
 
 const started = Date.now();
