@@ -26,11 +26,14 @@ const g = globalThis as any;
 
 /** Spawns the bare server of the runtime this process runs on, with the same flags appwatch runs with here. */
 export async function startBare(root: string): Promise<Bare> {
+  // BENCH_BARE_CPU_PROF_DIR: a V8 CPU profile of the whole bare process (Node, Deno), written at its exit.
+  const profDir = process.env.BENCH_BARE_CPU_PROF_DIR;
+  const prof = profDir ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : [];
   const [cmd, args] = g.Deno?.version?.deno
-    ? [g.Deno.execPath() as string, ["run", "-A", "bench/fanout-bare-deno.ts"]]
+    ? [g.Deno.execPath() as string, ["run", "-A", ...prof, "bench/fanout-bare-deno.ts"]]
     : g.Bun
     ? [process.execPath, ["bench/fanout-bare-bun.ts"]]
-    : [process.execPath, ["--import", "tsx", "bench/fanout-bare-node.ts"]];
+    : [process.execPath, [...prof, "--import", "tsx", "bench/fanout-bare-node.ts"]];
   const proc = spawn(cmd, args, { cwd: root, stdio: ["pipe", "pipe", "inherit"] });
   const lines = createInterface({ input: proc.stdout! });
   const queue: string[] = [];

@@ -93,10 +93,10 @@ function machineBusySeconds(): number {
   return ((f[0] ?? 0) + (f[1] ?? 0) + (f[2] ?? 0) + (f[5] ?? 0) + (f[6] ?? 0) + (f[7] ?? 0)) / 100;
 }
 
-/** Node only, BENCH_CPU_PROF=<file>: a V8 CPU profile of this process over each drive (last one kept). */
+/** Node and Deno (both have `node:inspector`), BENCH_CPU_PROF=<file>: a V8 CPU profile of this process over each appwatch drive (last one kept). */
 async function profiler(): Promise<{ start(): Promise<void>; stop(): Promise<void> } | undefined> {
   const file = process.env.BENCH_CPU_PROF;
-  if (!file || RUNTIME !== "node") return undefined;
+  if (!file || RUNTIME === "bun") return undefined;
   const inspector = await import("node:inspector");
   const session = new inspector.Session();
   session.connect();
