@@ -268,6 +268,21 @@ const pct = (xs: number[], p: number) => {
   return s.length ? s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]! : NaN;
 };
 
+/**
+ * How late a 10 ms timer fires in this process over a step: a stalled event loop (long tasks, GC
+ * pauses, CPU starvation) delays every event the same way, whatever the watch or the sockets do.
+ */
+function loopLag(): { stop(): number[] } {
+  const lags: number[] = [];
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const now = performance.now();
+    lags.push(Math.max(0, now - last - 10));
+    last = now;
+  }, 10);
+  return { stop: () => (clearInterval(timer), lags) };
+}
+
 const load = child("bench/fanout-load.ts");
 const bare = BARE ? await startBare(ROOT) : undefined;
 if (bare) {
@@ -402,6 +417,7 @@ async function appwatchStep(n: number, order: number): Promise<Step> {
   const loadCpu0 = (await load.send({ cpu: {} })).cpu as number;
   const prof = await profiler();
   await prof?.start();
+  const lag = loopLag();
   const busy0 = machineBusySeconds();
   const cpu0 = cpuSeconds();
   const w0 = performance.now();
@@ -412,6 +428,7 @@ async function appwatchStep(n: number, order: number): Promise<Step> {
   const wall = (performance.now() - w0) / 1000;
   const cpu = cpuSeconds() - cpu0;
   const busy = machineBusySeconds() - busy0;
+  const lagMs = lag.stop();
   await prof?.stop();
   const m1 = service.api.metrics.render(service.apps);
   const delta = (name: string) => metricValue(m1, name) - metricValue(m0, name);
@@ -421,6 +438,8 @@ async function appwatchStep(n: number, order: number): Promise<Step> {
     watchP50: pct(probe, 50),
     watchP99: pct(probe, 99),
     watchSamples: probe.length,
+    loopLagP99Ms: pct(lagMs, 99),
+    loopLagMaxMs: Math.max(0, ...lagMs),
     serverCpuSeconds: cpu,
     serverCpuCores: cpu / wall,
     serverRssBytes: rssBytes(),
@@ -435,7 +454,7 @@ async function appwatchStep(n: number, order: number): Promise<Step> {
   };
   console.error(
     `  ${String(open).padStart(6)} subs: ${Math.round(step.deliveredPerSec as number)} events/s delivered, p50 ${step.p50} ms, p99 ${step.p99} ms, max ${step.maxMs} ms, ` +
-      `watch path p50 ${step.watchP50} p99 ${step.watchP99} ms, lost ${step.lost}/${step.expected} (coalesced ${step.serverCoalesced}), server CPU ${(step.serverCpuCores as number).toFixed(2)} cores, load ${(step.loadCpuCores as number).toFixed(2)}, apiserver ${(step.apiserverCpuCores as number).toFixed(2)}, other ${(step.otherCpuCores as number).toFixed(2)}`,
+      `watch path p50 ${step.watchP50} p99 ${step.watchP99} ms, loop lag p99 ${Math.round(step.loopLagP99Ms as number)} max ${Math.round(step.loopLagMaxMs as number)} ms, lost ${step.lost}/${step.expected} (coalesced ${step.serverCoalesced}), server CPU ${(step.serverCpuCores as number).toFixed(2)} cores, load ${(step.loadCpuCores as number).toFixed(2)}, apiserver ${(step.apiserverCpuCores as number).toFixed(2)}, other ${(step.otherCpuCores as number).toFixed(2)}`,
   );
   return step;
 }
