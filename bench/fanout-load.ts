@@ -16,7 +16,15 @@
  * - `{"report":{"expected":{"p/d/a":writes,…}}}` → waits (≤ 15 s) until every
  *   subscriber has what it should, then `{"report":{…}}` (received, expected,
  *   lost, extra, latency percentiles, cpuSeconds);
+ * - `{"capture":{"url":…,"query":…}}` → one more socket whose frames are kept as text,
+ *   `{"capturing":{"start":"<its first frame>"}}`; `{"captured":{"n":k}}` → waits (≤ 30 s) for
+ *   k event frames on it, closes it → `{"captured":{"frames":[…]}}` (the bare servers of
+ *   `bench/fanout.ts --bare` send exactly these bytes);
  * - `{"exit":{}}`.
+ *
+ * Every subscriber belongs to a `group` (the server it is connected to; default `appwatch`):
+ * `open`, `close`, `reset` and `report` take an optional `group` and act on that group only, so
+ * that one load process can hold the subscribers of two servers at once and measure each alike.
  * @module
  */
 import process from "node:process";
@@ -26,6 +34,7 @@ import WebSocket from "ws";
 
 interface Sub {
   id: number;
+  group: string;
   key: string;
   ws: WebSocket;
   received: number;
@@ -79,10 +88,10 @@ function onMessage(sub: Sub, data: Buffer): void {
   samples[nSamples++] = now - t;
 }
 
-function openOne(url: string, id: number, query: string, key: string): Promise<Sub | undefined> {
+function openOne(url: string, group: string, id: number, query: string, key: string): Promise<Sub | undefined> {
   return new Promise((resolve) => {
     const ws = new WebSocket(`${url}/v1/watch?${query}`, { perMessageDeflate: false });
-    const sub: Sub = { id, key, ws, received: 0, lastSeq: 0, outOfOrder: 0 };
+    const sub: Sub = { id, group, key, ws, received: 0, lastSeq: 0, outOfOrder: 0 };
     let started = false;
     ws.on("message", (data: Buffer) => {
       if (!started) {
@@ -107,18 +116,20 @@ function openOne(url: string, id: number, query: string, key: string): Promise<S
   });
 }
 
-async function open(url: string, list: { id: number; query: string; key: string }[]): Promise<Record<string, unknown>> {
+const inGroup = (group: string) => subs.filter((s) => s.group === group);
+
+async function open(url: string, group: string, list: { id: number; query: string; key: string }[]): Promise<Record<string, unknown>> {
   const t = performance.now();
   let failed = 0;
   const BATCH = 250;
   for (let i = 0; i < list.length; i += BATCH) {
-    const got = await Promise.all(list.slice(i, i + BATCH).map((s) => openOne(url, s.id, s.query, s.key)));
+    const got = await Promise.all(list.slice(i, i + BATCH).map((s) => openOne(url, group, s.id, s.query, s.key)));
     for (const s of got) {
       if (s) subs.push(s);
       else failed++;
     }
   }
-  return { n: subs.length, ms: Math.round(performance.now() - t), failed };
+  return { n: inGroup(group).length, ms: Math.round(performance.now() - t), failed };
 }
 
 function percentile(sorted: Float64Array, p: number): number {
@@ -131,7 +142,8 @@ function expectedOf(sub: Sub, expected: Record<string, number>, groups: Record<s
   return sub.key.split("/").length === 2 ? groups[sub.key] ?? 0 : expected[sub.key] ?? 0;
 }
 
-async function report(expected: Record<string, number>): Promise<Record<string, unknown>> {
+async function report(expected: Record<string, number>, group: string): Promise<Record<string, unknown>> {
+  const subs = inGroup(group);
   const groups: Record<string, number> = {};
   let total = 0;
   for (const [k, n] of Object.entries(expected)) {
@@ -198,21 +210,52 @@ async function report(expected: Record<string, number>): Promise<Record<string, 
   };
 }
 
+let capture: { ws: WebSocket; frames: string[] } | undefined;
+
+function startCapture(url: string, query: string): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${url}/v1/watch?${query}`, { perMessageDeflate: false });
+    const c = { ws, frames: [] as string[] };
+    let start: string | undefined;
+    ws.on("message", (data: Buffer) => {
+      if (start === undefined) {
+        start = data.toString("utf8");
+        capture = c;
+        resolve({ start });
+      } else if (data[2] === 0x75 /* u */ || data[2] === 0x63 /* c */) c.frames.push(data.toString("utf8"));
+    });
+    ws.on("error", reject);
+  });
+}
+
+async function captured(n: number): Promise<Record<string, unknown>> {
+  const c = capture;
+  if (!c) throw new Error("captured without capture");
+  const deadline = Date.now() + 30_000;
+  while (c.frames.length < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  c.ws.close(1000);
+  capture = undefined;
+  return { frames: c.frames.slice(0, n) };
+}
+
 const say = (o: unknown) => process.stdout.write(JSON.stringify(o) + "\n");
 const rl = createInterface({ input: process.stdin });
 for await (const line of rl) {
   if (!line.trim()) continue;
   const cmd = JSON.parse(line);
-  if (cmd.open) say({ opened: await open(cmd.open.url, cmd.open.subs) });
+  const group = (cmd.open ?? cmd.close ?? cmd.reset ?? cmd.report)?.group ?? "appwatch";
+  if (cmd.open) say({ opened: await open(cmd.open.url, group, cmd.open.subs) });
   else if (cmd.close) {
     const keep = cmd.close.keep as number;
-    for (const s of subs.splice(keep)) {
+    const mine = inGroup(group);
+    for (const s of mine.slice(keep)) {
       (s as { closing?: boolean }).closing = true;
       s.ws.close(1000);
+      subs.splice(subs.indexOf(s), 1);
     }
-    say({ closed: { open: subs.length } });
+    say({ closed: { open: inGroup(group).length } });
   } else if (cmd.reset) {
-    for (const s of subs) {
+    for (const s of inGroup(group)) {
       s.received = 0;
       s.outOfOrder = 0;
     }
@@ -220,7 +263,9 @@ for await (const line of rl) {
     frames = 0;
     heartbeats = 0;
     say({ reset: true });
-  } else if (cmd.report) say({ report: await report(cmd.report.expected) });
+  } else if (cmd.report) say({ report: await report(cmd.report.expected, group) });
+  else if (cmd.capture) say({ capturing: await startCapture(cmd.capture.url, cmd.capture.query) });
+  else if (cmd.captured) say({ captured: await captured(cmd.captured.n) });
   else if (cmd.cpu) say({ cpu: cpuSeconds() });
   else if (cmd.exit) break;
 }

@@ -112,9 +112,97 @@ export function writeB3(dir: string): void {
     }
   }
   L.push("", "✗ = the knee step (p99 > 100 ms or loss). CPU in cores = CPU-seconds ÷ wall seconds of drive + drain (2 cores on this machine).", "");
+  limitSection(L, res, rts.filter((rt) => res[rt].bare));
   const file = join(dir, "B3.md");
   L.push(notes(file, "### Reading\n\n(to be written)"), "");
   writeFileSync(file, L.join("\n"));
+}
+
+const us = (v: number) => (v < 10 ? v.toFixed(2) : v.toFixed(1));
+const x = (v: number) => `${v.toFixed(2)}×`;
+/** CPU time per delivered event frame, µs. */
+const cpuPerFrame = (s: Json) => (s.serverCpuSeconds / s.received) * 1e6;
+const within = (s: Json) => s.p99 <= 100 && s.lost === 0;
+
+/** appwatch's knee ÷ the bare knee, with the bound a missing knee gives ("not reached" = above the largest step). */
+function kneeRatio(a: Json, b: Json): string {
+  if (a.knee !== null && b.knee !== null) return `**${x(a.knee / b.knee)}**`;
+  if (a.knee !== null) return `**≤ ${x(a.knee / b.maxTested)}** (bare not reached)`;
+  if (b.knee !== null) return `**≥ ${x(a.maxTested / b.knee)}** (appwatch not reached)`;
+  return "– (neither reached)";
+}
+
+/** "Against the limit": the bare server of each runtime (`fanout.ts --bare`), as ratios to it. */
+function limitSection(L: string[], res: Record<string, Json>, rts: readonly string[]): void {
+  if (rts.length === 0) return;
+  L.push("### Against the limit: a bare broadcast server on each runtime", "");
+  L.push(
+    "With `--bare`, a second server runs beside appwatch: `bench/fanout-bare-{node,deno,bun}.ts`, no appwatch code and no Hono — Node: `node:http` + `ws`, each frame encoded once and the same `Buffer` sent to every socket; Deno: `Deno.serve` + `Deno.upgradeWebSocket`, `socket.send(string)`; Bun: `Bun.serve`, one topic per filter, `server.publish`. " +
+      "It accepts the same subscribers (same queries, same mix, opened by the same load process as a second group) and sends appwatch's own bytes: the start frame and one update frame per app, captured from appwatch over a WebSocket and split around the stamp. " +
+      `Per step it sends ${int(rts.map((rt) => res[rt])[0].rate)} frames/s round-robin over the apps with the API server's loop, each stamped with \`Date.now()\` where appwatch's carry the API server's write time, to the app's, its project+domain's and the all-apps sockets; the load process measures latency and loss exactly as for appwatch. ` +
+      "So appwatch's latency includes the watch path (API server → HTTP watch → decode → convert → publish) and the bare one does not, and during appwatch's steps the API server process also uses the 2 cores (its CPU is in the tables); that is the cost of being appwatch on this one machine. " +
+      "Contenders alternate at every step (appwatch first at even steps, bare first at odd ones), each stops after its own knee, and a finished contender's subscribers are closed. Server CPU: /proc/<pid>/stat of each server over drive + drain; CPU per frame = that ÷ event frames delivered. Idle memory: the same GC and the same deltas for both.",
+    "",
+  );
+  L.push(`| | ${rts.map((r) => TITLE[r]).join(" | ")} |`, `|---|${rts.map(() => "---:").join("|")}|`);
+  const row = (label: string, f: (r: Json, b: Json) => string) => L.push(`| ${label} | ${rts.map((rt) => f(res[rt], res[rt].bare)).join(" | ")} |`);
+  const kneeText = (r: Json) => (r.knee === null ? `not reached (≤ ${int(r.maxTested)})` : int(r.knee));
+  const bestOf = (r: Json) => [...r.steps].filter(within).pop();
+  row("appwatch knee (subscribers)", (r) => kneeText(r));
+  row("bare knee", (_r, b) => kneeText(b));
+  row("**knee ratio** appwatch ÷ bare (goal ≥ 0.8×)", (r, b) => kneeRatio(r, b));
+  row("largest step within the goal: appwatch / bare", (r, b) => `${bestOf(r) ? int(bestOf(r).subscribers) : "none"} / ${bestOf(b) ? int(bestOf(b).subscribers) : "none"}`);
+  /** The largest step both passed: CPU per frame is compared there. */
+  const common = (r: Json, b: Json): [Json, Json] | undefined => {
+    for (const s of [...r.steps].reverse()) {
+      const t = b.steps.find((y: Json) => y.subscribers === s.subscribers);
+      if (t && within(s) && within(t)) return [s, t];
+    }
+    return undefined;
+  };
+  row("CPU per delivered frame, appwatch / bare (µs), at the largest step both passed", (r, b) => {
+    const c = common(r, b);
+    return c ? `${us(cpuPerFrame(c[0]))} / ${us(cpuPerFrame(c[1]))} (${int(c[0].subscribers)} subs)` : "–";
+  });
+  row("**CPU/frame ratio** appwatch ÷ bare", (r, b) => {
+    const c = common(r, b);
+    return c ? `**${x(cpuPerFrame(c[0]) / cpuPerFrame(c[1]))}**` : "–";
+  });
+  const lastIdle = (r: Json) => r.idle[r.idle.length - 1];
+  row("idle RSS per subscriber, appwatch / bare (KiB)", (r, b) => `${kib(lastIdle(r).perSubscriberBytes)} / ${kib(lastIdle(b).perSubscriberBytes)} (${int(lastIdle(b).subscribers)} subs)`);
+  row("**RSS/idle-subscriber ratio** appwatch ÷ bare", (r, b) => `**${x(lastIdle(r).perSubscriberBytes / lastIdle(b).perSubscriberBytes)}**`);
+  row("… JS heap used per idle subscriber, appwatch / bare (KiB)", (r, b) => `${kib(lastIdle(r).memPerSubscriber.heapUsed)} / ${kib(lastIdle(b).memPerSubscriber.heapUsed)}`);
+  L.push("");
+
+  L.push("#### The bare servers: idle memory", "");
+  L.push("| runtime | subscribers | bare RSS (MiB) | Δ vs 0 (MiB) | per subscriber (KiB) | … of it JS heap used (KiB) | appwatch ÷ bare per subscriber | open time (ms) |", "|---|---:|---:|---:|---:|---:|---:|---:|");
+  for (const rt of rts) {
+    const r = res[rt];
+    const b = r.bare;
+    L.push(`| ${TITLE[rt]} | 0 | ${mib(b.rss0Bytes)} | – | – | – | – | – |`);
+    for (const s of b.idle) {
+      const a = r.idle.find((y: Json) => y.subscribers === s.subscribers);
+      L.push(`| ${TITLE[rt]} | ${int(s.subscribers)} | ${mib(s.rssBytes)} | ${mib(s.rssBytes - b.rss0Bytes)} | ${kib(s.perSubscriberBytes)} | ${kib(s.memPerSubscriber.heapUsed)} | ${a ? x(a.perSubscriberBytes / s.perSubscriberBytes) : "–"} | ${int(s.openMs)} |`);
+    }
+  }
+  L.push("");
+
+  L.push(`#### The bare servers under load: ${int(rts.map((rt) => res[rt])[0].rate)} frames/s`, "");
+  L.push(
+    "| runtime | subscribers | order | delivered events/s | expected / received | lost | p50 | p90 | p99 | max (ms) | server CPU (cores) | CPU µs/frame | appwatch ÷ bare CPU/frame | load CPU | idle appwatch CPU | server RSS (MiB) |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+  );
+  for (const rt of rts) {
+    const r = res[rt];
+    for (const s of r.bare.steps) {
+      const mark = within(s) ? "" : " ✗";
+      const a = r.steps.find((y: Json) => y.subscribers === s.subscribers);
+      L.push(
+        `| ${TITLE[rt]} | ${int(s.subscribers)}${mark} | ${s.order === 0 ? "1st" : "2nd"} | ${int(s.deliveredPerSec)} | ${int(s.expected)} / ${int(s.received)} | ${int(s.lost)} | ${ms(s.p50)} | ${ms(s.p90)} | ${ms(s.p99)} | ${ms(s.maxMs)} | ${s.serverCpuCores.toFixed(2)} | ${us(cpuPerFrame(s))} | ${a ? x(cpuPerFrame(a) / cpuPerFrame(s)) : "–"} | ${s.loadCpuCores.toFixed(2)} | ${s.idleAppwatchCpuCores.toFixed(2)} | ${mib(s.serverRssBytes)} |`,
+      );
+    }
+  }
+  L.push("", "order: whether the bare step ran before (1st) or after (2nd) appwatch's step of the same size. idle appwatch CPU: the appwatch process (which is also the driver) while the bare server is driven. The API server is idle during bare steps.", "");
 }
 
 /** B4.md from convert-*.json. */

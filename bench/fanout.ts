@@ -24,6 +24,18 @@
  *    checks counts against the writes per app. Server CPU from /proc/self/stat
  *    over the drive. Stops after the first step with p99 > 100 ms or loss.
  *
+ * 3. `--bare` (or BENCH_BARE=1): the limit. A bare broadcast server of this
+ *    runtime with no appwatch code (`fanout-bare-{node,deno,bun}.ts`) runs
+ *    beside appwatch and is driven by the same load process: its subscribers
+ *    (same mix, same queries) are a second group there. The frames it sends
+ *    are appwatch's own bytes, captured over a WebSocket (the start frame
+ *    before the idle phase, one update frame per app after it) and stamped by
+ *    the bare server at its send, at the same rate and with the API server's
+ *    round-robin loop. Idle memory is measured for both (the same GC, the
+ *    same deltas); in the knee search the contenders alternate at every step
+ *    (appwatch first at even steps, bare first at odd ones), each stopping
+ *    after its own knee. The results go into the same JSON file under `bare`.
+ *
  * Env: BENCH_APPS (1000), BENCH_RATE (1000), BENCH_SECONDS (10),
  * BENCH_STEPS ("500,1000,2000,4000,8000,12000,16000"), BENCH_IDLE_STEPS
  * ("1000,4000,8000,16000"), BENCH_RESULT_FILE (default
@@ -42,6 +54,7 @@ import { connectCluster, startService } from "../src/service/server.ts";
 import { DEFAULT_SETTINGS } from "../src/service/config.ts";
 import { createLogger } from "../src/log.ts";
 import { writeB3 } from "./fanout-report.ts";
+import { startBare } from "./fanout-bare-driver.ts";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const num = (name: string, d: number) => Number(process.env[name] ?? d);
@@ -53,6 +66,7 @@ const STEPS = list("BENCH_STEPS", "500,1000,2000,4000,8000,12000,16000");
 const IDLE_STEPS = list("BENCH_IDLE_STEPS", "1000,4000,8000,16000");
 const ALL_SUBS = 4;
 const P99_GOAL_MS = 100;
+const BARE = process.argv.includes("--bare") || process.env.BENCH_BARE === "1";
 
 // deno-lint-ignore no-explicit-any
 const g = globalThis as any;
@@ -79,10 +93,10 @@ function machineBusySeconds(): number {
   return ((f[0] ?? 0) + (f[1] ?? 0) + (f[2] ?? 0) + (f[5] ?? 0) + (f[6] ?? 0) + (f[7] ?? 0)) / 100;
 }
 
-/** Node only, BENCH_CPU_PROF=<file>: a V8 CPU profile of this process over each drive (last one kept). */
+/** Node and Deno (both have `node:inspector`), BENCH_CPU_PROF=<file>: a V8 CPU profile of this process over each appwatch drive (last one kept). */
 async function profiler(): Promise<{ start(): Promise<void>; stop(): Promise<void> } | undefined> {
   const file = process.env.BENCH_CPU_PROF;
-  if (!file || RUNTIME !== "node") return undefined;
+  if (!file || RUNTIME === "bun") return undefined;
   const inspector = await import("node:inspector");
   const session = new inspector.Session();
   session.connect();
@@ -254,14 +268,52 @@ const pct = (xs: number[], p: number) => {
   return s.length ? s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]! : NaN;
 };
 
+/**
+ * How late a 10 ms timer fires in this process over a step: a stalled event loop (long tasks, GC
+ * pauses, CPU starvation) delays every event the same way, whatever the watch or the sockets do.
+ */
+function loopLag(): { stop(): number[] } {
+  const lags: number[] = [];
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const now = performance.now();
+    lags.push(Math.max(0, now - last - 10));
+    last = now;
+  }, 10);
+  return { stop: () => (clearInterval(timer), lags) };
+}
+
 const load = child("bench/fanout-load.ts");
+const bare = BARE ? await startBare(ROOT) : undefined;
+if (bare) {
+  // The bare server's sockets get appwatch's own start frame (the load process waits for it).
+  const { start } = (await load.send({ capture: { url: wsUrl, query: "snapshot=false" } })).capturing as { start: string };
+  await load.send({ captured: { n: 0 } });
+  await bare.send({ frames: { start } });
+  console.error(`  bare server: ${bare.version} at ${bare.url} (pid ${bare.pid}); start frame ${start}`);
+}
 const gcAvailable = await fullGc();
 const rss0 = rssBytes();
 const mem0 = memBreakdown();
+const bareMem = async () => (await bare!.send({ mem: {} })).mem as Mem & { rss: number; gc: boolean; sockets: number };
+// A fresh process gives memory back for a while after its start-up (Node: tsx's compile): settle first.
+if (bare) {
+  await bareMem();
+  await new Promise((r) => setTimeout(r, 1000));
+}
+const bareMem0 = bare ? await bareMem() : undefined;
 let open = 0;
+let bareOpen = 0;
 
-// 1. Idle memory.
-const idle: { subscribers: number; rssBytes: number; perSubscriberBytes: number; openMs: number; mem: Mem; memPerSubscriber: Mem }[] = [];
+type Idle = { subscribers: number; rssBytes: number; perSubscriberBytes: number; openMs: number; mem: Mem; memPerSubscriber: Mem };
+const perSub = (mem: Mem, base: Mem, n: number): Mem => ({ heapUsed: (mem.heapUsed - base.heapUsed) / n, heapTotal: (mem.heapTotal - base.heapTotal) / n, external: (mem.external - base.external) / n, arrayBuffers: (mem.arrayBuffers - base.arrayBuffers) / n });
+const idleLine = (who: string, s: Idle, base: number) =>
+  `  ${who}idle ${s.subscribers} subscribers: RSS ${(s.rssBytes / 2 ** 20).toFixed(1)} MiB (+${((s.rssBytes - base) / 2 ** 20).toFixed(1)}), ${(s.perSubscriberBytes / 1024).toFixed(1)} KiB/subscriber; ` +
+  `per subscriber: JS heap used ${(s.memPerSubscriber.heapUsed / 1024).toFixed(1)} KiB (heap total ${(s.memPerSubscriber.heapTotal / 1024).toFixed(1)}), external ${(s.memPerSubscriber.external / 1024).toFixed(1)} KiB, array buffers ${(s.memPerSubscriber.arrayBuffers / 1024).toFixed(1)} KiB`;
+
+// 1. Idle memory (appwatch, then the bare server at the same subscriber count).
+const idle: Idle[] = [];
+const bareIdle: Idle[] = [];
 for (const n of IDLE_STEPS) {
   const opened = (await load.send({ open: { url: wsUrl, subs: subscribers(open, n, ready.apps) } })).opened as { n: number; ms: number; failed: number };
   open = opened.n;
@@ -270,48 +322,66 @@ for (const n of IDLE_STEPS) {
   await fullGc();
   const rss = rssBytes();
   const mem = memBreakdown();
-  const memPerSubscriber = { heapUsed: (mem.heapUsed - mem0.heapUsed) / open, heapTotal: (mem.heapTotal - mem0.heapTotal) / open, external: (mem.external - mem0.external) / open, arrayBuffers: (mem.arrayBuffers - mem0.arrayBuffers) / open };
-  idle.push({ subscribers: open, rssBytes: rss, perSubscriberBytes: (rss - rss0) / open, openMs: opened.ms, mem, memPerSubscriber });
-  console.error(
-    `  idle ${open} subscribers: RSS ${(rss / 2 ** 20).toFixed(1)} MiB (+${((rss - rss0) / 2 ** 20).toFixed(1)}), ${((rss - rss0) / open / 1024).toFixed(1)} KiB/subscriber; ` +
-      `per subscriber: JS heap used ${(memPerSubscriber.heapUsed / 1024).toFixed(1)} KiB (heap total ${(memPerSubscriber.heapTotal / 1024).toFixed(1)}), external ${(memPerSubscriber.external / 1024).toFixed(1)} KiB, array buffers ${(memPerSubscriber.arrayBuffers / 1024).toFixed(1)} KiB`,
-  );
+  const s: Idle = { subscribers: open, rssBytes: rss, perSubscriberBytes: (rss - rss0) / open, openMs: opened.ms, mem, memPerSubscriber: perSub(mem, mem0, open) };
+  idle.push(s);
+  console.error(idleLine("", s, rss0));
+  if (bare && bareMem0) {
+    const o = (await load.send({ open: { url: bare.url, group: "bare", subs: subscribers(bareOpen, n, ready.apps) } })).opened as { n: number; ms: number; failed: number };
+    bareOpen = o.n;
+    if (o.failed) console.error(`  ${o.failed} bare subscribers failed to open`);
+    await new Promise((r) => setTimeout(r, 500));
+    const m = await bareMem();
+    const b: Idle = { subscribers: bareOpen, rssBytes: m.rss, perSubscriberBytes: (m.rss - bareMem0.rss) / bareOpen, openMs: o.ms, mem: m, memPerSubscriber: perSub(m, bareMem0, bareOpen) };
+    bareIdle.push(b);
+    console.error(idleLine("bare ", b, bareMem0.rss));
+  }
 }
 await load.send({ close: { keep: Math.min(STEPS[0] ?? 0, open) } });
 open = Math.min(STEPS[0] ?? 0, open);
+if (bare) {
+  await load.send({ close: { keep: Math.min(STEPS[0] ?? 0, bareOpen), group: "bare" } });
+  bareOpen = Math.min(STEPS[0] ?? 0, bareOpen);
+}
 await new Promise((r) => setTimeout(r, 1000));
 
-// 2. Knee search under load.
-type Step = Record<string, unknown> & { subscribers: number; p99: number; lost: number };
-const steps: Step[] = [];
-let knee: number | undefined;
-for (const n of STEPS) {
-  if (n > open) {
-    const opened = (await load.send({ open: { url: wsUrl, subs: subscribers(open, n, ready.apps) } })).opened as { n: number };
-    open = opened.n;
+const STAMP = /bench t=\d+ s=\d+/;
+if (bare) {
+  // Appwatch's update frame for every app, as one all-apps subscriber receives it: one write per
+  // app (the API server's round-robin), captured as text and split around the first stamp
+  // (`updatedApp`'s; an `oldApp`, when present, keeps its captured one).
+  await load.send({ capture: { url: wsUrl, query: "snapshot=false" } });
+  await api.send({ drive: { rate: RATE, seconds: APPS / RATE } });
+  const got = ((await load.send({ captured: { n: APPS } })).captured as { frames: string[] }).frames;
+  const byKey = new Map<string, { prefix: string; suffix: string }>();
+  for (const f of got) {
+    const id = (JSON.parse(f) as { updateEvent?: { updatedApp?: { metadata?: { id?: { project?: string; domain?: string; name?: string } } } } })
+      .updateEvent?.updatedApp?.metadata?.id;
+    const m = STAMP.exec(f);
+    if (!id || !m) continue;
+    byKey.set(`${id.project}/${id.domain}/${id.name}`, { prefix: f.slice(0, m.index), suffix: f.slice(m.index + m[0].length) });
   }
-  await new Promise((r) => setTimeout(r, 500));
-  await load.send({ reset: {} });
-  probe = [];
-  const m0 = service.api.metrics.render(service.apps);
-  const loadCpu0 = (await load.send({ cpu: {} })).cpu as number;
-  const prof = await profiler();
-  await prof?.start();
-  const busy0 = machineBusySeconds();
-  const cpu0 = cpuSeconds();
-  const w0 = performance.now();
-  const driven = (await api.send({ drive: { rate: RATE, seconds: SECONDS } })).driven as { writes: number; perApp: number[]; seconds: number; maxLagMs: number; cpuSeconds: number };
-  const expected: Record<string, number> = {};
-  ready.apps.forEach((a, i) => (expected[`${a.project}/${a.domain}/${a.app}`] = driven.perApp[i]!));
-  const rep = (await load.send({ report: { expected } })).report as Record<string, unknown> & { received: number; lost: number; latencyMs: Record<string, number>; cpuSeconds: number; expected: number };
-  const wall = (performance.now() - w0) / 1000;
-  const cpu = cpuSeconds() - cpu0;
-  const busy = machineBusySeconds() - busy0;
-  await prof?.stop();
-  const m1 = service.api.metrics.render(service.apps);
-  const delta = (name: string) => metricValue(m1, name) - metricValue(m0, name);
-  const step: Step = {
-    subscribers: open,
+  const apps = ready.apps.map((a) => {
+    const key = `${a.project}/${a.domain}/${a.app}`;
+    const t = byKey.get(key);
+    if (!t) throw new Error(`no captured frame for ${key} (${got.length} frames captured)`);
+    return { key, ...t };
+  });
+  const bytes = apps.reduce((s, a) => s + a.prefix.length + a.suffix.length, 0) / apps.length;
+  await bare.send({ frames: { apps } });
+  console.error(`  captured ${apps.length} update frames from appwatch (≈ ${Math.round(bytes + 25)} B each) for the bare server`);
+}
+
+// 2. Knee search under load.
+type Step = Record<string, unknown> & { subscribers: number; p99: number; lost: number; received: number; serverCpuSeconds: number };
+const steps: Step[] = [];
+const bareSteps: Step[] = [];
+let knee: number | undefined;
+let bareKnee: number | undefined;
+/** Sockets the load process may hold (its open-file limit is 20,000 here): above it the idle contender's subscribers are closed first. */
+const FD_BUDGET = num("BENCH_FD_BUDGET", 18_000);
+
+function common(rep: Record<string, unknown> & { received: number; lost: number; latencyMs: Record<string, number>; cpuSeconds: number; expected: number }, driven: { writes: number; seconds: number; maxLagMs: number }, wall: number, loadCpu0: number) {
+  return {
     writes: driven.writes,
     driveSeconds: driven.seconds,
     writerMaxLagMs: driven.maxLagMs,
@@ -330,13 +400,49 @@ for (const n of STEPS) {
     p99: rep.latencyMs.p99!,
     p999: rep.latencyMs.p999!,
     maxMs: rep.latencyMs.max!,
+    loadCpuCores: (rep.cpuSeconds - loadCpu0) / wall,
+  };
+}
+
+async function appwatchStep(n: number, order: number): Promise<Step> {
+  if (n > open) {
+    if (bare && n + bareOpen > FD_BUDGET) bareOpen = ((await load.send({ close: { keep: 0, group: "bare" } })).closed as { open: number }).open;
+    const opened = (await load.send({ open: { url: wsUrl, subs: subscribers(open, n, ready.apps) } })).opened as { n: number };
+    open = opened.n;
+  }
+  await new Promise((r) => setTimeout(r, 500));
+  await load.send({ reset: {} });
+  probe = [];
+  const m0 = service.api.metrics.render(service.apps);
+  const loadCpu0 = (await load.send({ cpu: {} })).cpu as number;
+  const prof = await profiler();
+  await prof?.start();
+  const lag = loopLag();
+  const busy0 = machineBusySeconds();
+  const cpu0 = cpuSeconds();
+  const w0 = performance.now();
+  const driven = (await api.send({ drive: { rate: RATE, seconds: SECONDS } })).driven as { writes: number; perApp: number[]; seconds: number; maxLagMs: number; cpuSeconds: number };
+  const expected: Record<string, number> = {};
+  ready.apps.forEach((a, i) => (expected[`${a.project}/${a.domain}/${a.app}`] = driven.perApp[i]!));
+  const rep = (await load.send({ report: { expected } })).report as Record<string, unknown> & { received: number; lost: number; latencyMs: Record<string, number>; cpuSeconds: number; expected: number };
+  const wall = (performance.now() - w0) / 1000;
+  const cpu = cpuSeconds() - cpu0;
+  const busy = machineBusySeconds() - busy0;
+  const lagMs = lag.stop();
+  await prof?.stop();
+  const m1 = service.api.metrics.render(service.apps);
+  const delta = (name: string) => metricValue(m1, name) - metricValue(m0, name);
+  const step: Step = {
+    subscribers: open,
+    ...common(rep, driven, wall, loadCpu0),
     watchP50: pct(probe, 50),
     watchP99: pct(probe, 99),
     watchSamples: probe.length,
+    loopLagP99Ms: pct(lagMs, 99),
+    loopLagMaxMs: Math.max(0, ...lagMs),
     serverCpuSeconds: cpu,
     serverCpuCores: cpu / wall,
     serverRssBytes: rssBytes(),
-    loadCpuCores: (rep.cpuSeconds - loadCpu0) / wall,
     apiserverCpuCores: driven.cpuSeconds / driven.seconds,
     // Everything else on the machine (other users of the 2 cores) over drive + drain; approximate.
     otherCpuCores: Math.max(0, busy - cpu - (rep.cpuSeconds - loadCpu0) - driven.cpuSeconds) / wall,
@@ -344,20 +450,89 @@ for (const n of STEPS) {
     serverCoalesced: delta("appwatch_events_coalesced_total"),
     serverDropped: delta("appwatch_events_dropped_total"),
     backpressureWaits: delta("appwatch_backpressure_waits_total"),
+    ...(bare ? { order, otherContenderSubscribers: bareOpen } : {}),
   };
-  steps.push(step);
   console.error(
     `  ${String(open).padStart(6)} subs: ${Math.round(step.deliveredPerSec as number)} events/s delivered, p50 ${step.p50} ms, p99 ${step.p99} ms, max ${step.maxMs} ms, ` +
-      `watch path p50 ${step.watchP50} p99 ${step.watchP99} ms, lost ${step.lost}/${step.expected} (coalesced ${step.serverCoalesced}), server CPU ${(step.serverCpuCores as number).toFixed(2)} cores, load ${(step.loadCpuCores as number).toFixed(2)}, apiserver ${(step.apiserverCpuCores as number).toFixed(2)}, other ${(step.otherCpuCores as number).toFixed(2)}`,
+      `watch path p50 ${step.watchP50} p99 ${step.watchP99} ms, loop lag p99 ${Math.round(step.loopLagP99Ms as number)} max ${Math.round(step.loopLagMaxMs as number)} ms, lost ${step.lost}/${step.expected} (coalesced ${step.serverCoalesced}), server CPU ${(step.serverCpuCores as number).toFixed(2)} cores, load ${(step.loadCpuCores as number).toFixed(2)}, apiserver ${(step.apiserverCpuCores as number).toFixed(2)}, other ${(step.otherCpuCores as number).toFixed(2)}`,
   );
-  if (step.p99 > P99_GOAL_MS || step.lost > 0) {
-    knee = open;
-    break;
+  return step;
+}
+
+/** The same step against the bare server: same subscribers (group `bare`), same rate, same report; CPU/RSS from /proc/<pid>. */
+async function bareStep(n: number, order: number): Promise<Step> {
+  const b = bare!;
+  if (n > bareOpen) {
+    if (n + open > FD_BUDGET) open = ((await load.send({ close: { keep: 0 } })).closed as { open: number }).open;
+    const opened = (await load.send({ open: { url: b.url, group: "bare", subs: subscribers(bareOpen, n, ready.apps) } })).opened as { n: number };
+    bareOpen = opened.n;
   }
+  await new Promise((r) => setTimeout(r, 500));
+  await load.send({ reset: { group: "bare" } });
+  const loadCpu0 = (await load.send({ cpu: {} })).cpu as number;
+  const api0 = (await api.send({ cpu: {} })).cpu as number;
+  const busy0 = machineBusySeconds();
+  const self0 = cpuSeconds();
+  const cpu0 = b.cpuSeconds();
+  const w0 = performance.now();
+  const driven = (await b.send({ drive: { rate: RATE, seconds: SECONDS } })).driven as { writes: number; perApp: number[]; seconds: number; maxLagMs: number; cpuSeconds: number };
+  const expected: Record<string, number> = {};
+  ready.apps.forEach((a, i) => (expected[`${a.project}/${a.domain}/${a.app}`] = driven.perApp[i]!));
+  const rep = (await load.send({ report: { expected, group: "bare" } })).report as Record<string, unknown> & { received: number; lost: number; latencyMs: Record<string, number>; cpuSeconds: number; expected: number };
+  const wall = (performance.now() - w0) / 1000;
+  const cpu = b.cpuSeconds() - cpu0;
+  const self = cpuSeconds() - self0;
+  const busy = machineBusySeconds() - busy0;
+  const apiCpu = ((await api.send({ cpu: {} })).cpu as number) - api0;
+  const step: Step = {
+    subscribers: bareOpen,
+    ...common(rep, driven, wall, loadCpu0),
+    serverCpuSeconds: cpu,
+    serverCpuCores: cpu / wall,
+    serverRssBytes: b.rssBytes(),
+    apiserverCpuCores: apiCpu / wall,
+    // The idle appwatch process (this driver: heartbeats to its open subscribers) is counted here.
+    idleAppwatchCpuCores: self / wall,
+    otherCpuCores: Math.max(0, busy - cpu - self - apiCpu - (rep.cpuSeconds - loadCpu0)) / wall,
+    order,
+    otherContenderSubscribers: open,
+  };
+  console.error(
+    `  ${String(bareOpen).padStart(6)} subs (bare): ${Math.round(step.deliveredPerSec as number)} events/s delivered, p50 ${step.p50} ms, p99 ${step.p99} ms, max ${step.maxMs} ms, ` +
+      `lost ${step.lost}/${step.expected}, server CPU ${(step.serverCpuCores as number).toFixed(2)} cores, load ${(step.loadCpuCores as number).toFixed(2)}, idle appwatch ${(step.idleAppwatchCpuCores as number).toFixed(2)}, other ${(step.otherCpuCores as number).toFixed(2)}`,
+  );
+  return step;
+}
+
+const over = (s: Step) => s.p99 > P99_GOAL_MS || s.lost > 0;
+for (const [k, n] of STEPS.entries()) {
+  // Alternating who goes first cancels a drift of the machine within a step pair.
+  const order: ("appwatch" | "bare")[] = !bare ? ["appwatch"] : k % 2 === 0 ? ["appwatch", "bare"] : ["bare", "appwatch"];
+  for (const [i, who] of order.entries()) {
+    if (who === "appwatch" && knee === undefined) {
+      const s = await appwatchStep(n, i);
+      steps.push(s);
+      if (over(s)) {
+        knee = open;
+        // Done with appwatch: its sockets (and their heartbeats) would only weigh on the bare steps.
+        if (bare) open = ((await load.send({ close: { keep: 0 } })).closed as { open: number }).open;
+      }
+    } else if (who === "bare" && bareKnee === undefined) {
+      const s = await bareStep(n, i);
+      bareSteps.push(s);
+      if (over(s)) {
+        bareKnee = bareOpen;
+        bareOpen = ((await load.send({ close: { keep: 0, group: "bare" } })).closed as { open: number }).open;
+      }
+    }
+  }
+  if (knee !== undefined && (!bare || bareKnee !== undefined)) break;
 }
 
 load.proc.stdin!.write(JSON.stringify({ exit: {} }) + "\n"); // answered by exiting, not by a line
 load.proc.kill();
+bare?.stop();
+const maxOf = (xs: Step[]) => xs.reduce((m, s) => Math.max(m, s.subscribers), 0);
 const result = {
   benchmark: "B3 fan-out",
   runtime: RUNTIME,
@@ -375,14 +550,29 @@ const result = {
   idle,
   steps,
   knee: knee ?? null,
-  maxTested: open,
+  maxTested: bare ? maxOf(steps) : open,
+  ...(bare && bareMem0
+    ? {
+      bare: {
+        server: `bench/fanout-bare-${RUNTIME}.ts`,
+        version: bare.version,
+        gcAvailable: bareMem0.gc,
+        rss0Bytes: bareMem0.rss,
+        mem0: { heapUsed: bareMem0.heapUsed, heapTotal: bareMem0.heapTotal, external: bareMem0.external, arrayBuffers: bareMem0.arrayBuffers },
+        idle: bareIdle,
+        steps: bareSteps,
+        knee: bareKnee ?? null,
+        maxTested: maxOf(bareSteps),
+      },
+    }
+    : {}),
   warnings: logs.slice(0, 10),
   totalSeconds: (performance.now() - t0) / 1000,
 };
 mkdirSync(dirname(RESULT_FILE), { recursive: true });
 writeFileSync(RESULT_FILE, JSON.stringify(result, null, 2) + "\n");
 writeB3(join(ROOT, "bench", "results"));
-console.error(`  knee: ${knee ?? `not reached (≤ ${open})`}; total ${result.totalSeconds.toFixed(0)} s; wrote ${RESULT_FILE} and bench/results/B3.md`);
+console.error(`  knee: ${knee ?? `not reached (≤ ${result.maxTested})`}${bare ? `; bare knee: ${bareKnee ?? `not reached (≤ ${maxOf(bareSteps)})`}` : ""}; total ${result.totalSeconds.toFixed(0)} s; wrote ${RESULT_FILE} and bench/results/B3.md`);
 api.proc.stdin!.write(JSON.stringify({ exit: {} }) + "\n");
 await service.stop();
 setTimeout(() => api.proc.kill(), 2000).unref?.();
