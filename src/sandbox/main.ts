@@ -22,6 +22,12 @@ async function main(): Promise<number> {
     console.log(USAGE);
     return 0;
   }
+  // Signals are taken from the start: a supervisor that stops us as soon as it reads the URL line
+  // must not race the handler (Deno's default action then ended the task with 143, under load).
+  const stopped = new Promise<void>((resolve) => {
+    process.once("SIGINT", () => resolve());
+    process.once("SIGTERM", () => resolve());
+  });
   // The URL line goes to stdout so scripts can read it; the logger redacts the token.
   const log = createLogger({ sink: (line) => console.log(line) });
   const running = await startSandbox({ port: opts.port, hostname: opts.host, token: opts.token, logger: log });
@@ -35,10 +41,7 @@ async function main(): Promise<number> {
     activityMs: opts.activityMs,
     auth: opts.token ? "bearer" : "none",
   });
-  await new Promise<void>((resolve) => {
-    process.once("SIGINT", () => resolve());
-    process.once("SIGTERM", () => resolve());
-  });
+  await stopped;
   stopActivity.abort();
   await running.close();
   log.info("sandbox stopped");
