@@ -203,6 +203,8 @@ describe("live app board in headless Chromium", { skip }, () => {
       s.sb.delete("services", "flyte", ksvcName("llm", "development", "gradio-chat"));
       await page.waitForFunction(() => !document.querySelector('#rows tr[data-key="flyte/llm/development/gradio-chat"]'), null, { timeout: 10_000 });
       assert.equal((await rowKeys(page)).length, 6);
+      // The counts are redrawn after the rows (a CI run read "7" in between): wait for the chip, then check it.
+      await page.waitForFunction(() => document.querySelector('#counts button[data-phase=""] .n')?.textContent === "6", null, { timeout: 10_000 });
       assert.equal(await page.locator('#counts button[data-phase=""] .n').textContent(), "6");
 
       // Accessibility basics: every control has a label, the table has headers.
