@@ -35,19 +35,19 @@ function section(r: Json, title: string): string[] {
   const watchEvents = st.events.added + st.events.modified + st.events.deleted + st.events.bookmark;
   L.push(
     `${cy.count} relist cycles in ${(cy.ms / 1000).toFixed(1)} s (${(cy.ms / Math.max(1, cy.count)).toFixed(1)} ms each): ${cy.relists} relists, ${cy.expired} 410 Expired, ${cy.watches} watches, ${cy.failures} failures. ` +
-      `Steady state: ${st.changes} demo steps in ${c.steadySeconds} s → watch events ${watchEvents}, app events create/update/delete ${st.appEvents.create}/${st.appEvents.update}/${st.appEvents.delete}, unchanged ${st.unchanged}, Revision GETs ${st.revisionRequests}.`,
+      `Steady state: ${st.changes} demo steps in ${c.steadySeconds} s → watch events ${watchEvents}, app events create/update/delete ${st.appEvents.create}/${st.appEvents.update}/${st.appEvents.delete}, unchanged ${st.unchanged}, ${r.summary?.revisionRequests ? `Revision watch events ${st.revisionRequests} (lists ${r.summary.revisionRequests.lists}, watch requests ${r.summary.revisionRequests.watches})` : `Revision GETs ${st.revisionRequests}`}.`,
     "",
   );
   L.push(
-    "| phase | t s | cycles | RSS MiB | JS heap used MiB | JS heap total MiB | external MiB | fds | sockets | live timers (timeouts+intervals) | active handles | apps | journal |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|",
+    "| phase | t s | cycles | RSS MiB | JS heap used MiB | JS heap total MiB | external MiB | fds | sockets | live timers (timeouts+intervals) | active handles | apps | journal | open watches (server): all / revisions | Revision watch: events / lists / watch requests | Revisions on the server |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---|---|---:|",
   );
   for (const s of r.samples) {
     const handles = s.handles && Object.keys(s.handles).length
       ? Object.entries(s.handles).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k} ${v}`).join(", ")
       : "(none reported)";
     L.push(
-      `| ${s.phase} | ${int(s.t)} | ${s.cycles} | ${mib(s.rss)} | ${mib(s.heap)} | ${mib(s.heapTotal)} | ${mib(s.external)} | ${s.fds} | ${s.sockets} | ${s.timers.timeouts}+${s.timers.intervals} | ${handles} | ${s.apps} | ${s.journal} |`,
+      `| ${s.phase} | ${int(s.t)} | ${s.cycles} | ${mib(s.rss)} | ${mib(s.heap)} | ${mib(s.heapTotal)} | ${mib(s.external)} | ${s.fds} | ${s.sockets} | ${s.timers.timeouts}+${s.timers.intervals} | ${handles} | ${s.apps} | ${s.journal} | ${s.serverWatches ?? "–"} / ${s.serverRevisionWatches ?? "–"} | ${s.revisionEvents ?? "–"} / ${s.revisionLists ?? "–"} / ${s.revisionWatchRequests ?? "–"} | ${s.serverRevisions ?? "–"} |`,
     );
   }
   L.push("");

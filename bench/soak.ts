@@ -3,10 +3,12 @@
  * all-apps subscriber draining its events) against the sandbox in a separate
  * Node process (`bench/soak-server.ts`), in two phases:
  *
- * 1. **relist cycles** (SOAK_CYCLES, default 1,000): a change the watch delivers,
- *    then a write it does not see + compaction + every watch closed, so the
- *    client's re-watch from its last RV gets 410 Expired and it relists; the
- *    cycle ends when the client reports the relist done.
+ * 1. **relist cycles** (SOAK_CYCLES, default 1,000): a change the watch delivers
+ *    (plus Revision churn for the client's Revision watch: a scale, a Revision
+ *    created and one deleted), then a write the KService watch does not see (a
+ *    Revision) + compaction + every watch closed, so the client's re-watches from
+ *    their last RVs get 410 Expired and both watches relist; the cycle ends when
+ *    the client reports the KService relist done and is healthy.
  * 2. **steady state** (SOAK_STEADY_S, default 100 s): the sandbox's demo activity
  *    (creates, deletes, rollouts, stop/start, failures, scaling) at one change
  *    every SOAK_INTERVAL_MS (default 4 ms), compressed.
@@ -59,6 +61,12 @@ interface Sample {
   relists: number;
   watches: number;
   serverWatches: number;
+  /** The Revision watch: events the app client got from it, its list and watch requests so far, open revision watches (server side), Revisions on the server. */
+  revisionEvents: number;
+  revisionLists: number;
+  revisionWatchRequests: number;
+  serverRevisionWatches: number;
+  serverRevisions: number;
 }
 
 const liveTimers = installTimerCounter();
@@ -84,6 +92,17 @@ async function main(): Promise<void> {
     });
   const QUIET_MS = Number(process.env.SOAK_QUIET_MS ?? 6000); // > undici's and node:http's keep-alive timeouts (4 s / 5 s)
   const kube = await createKubeClient({ server: url, namespace: "flyte", tls: { insecureSkipVerify: false }, auth: { type: "none" }, source: "soak" });
+  // Count the Revision watch's requests (lists and watches) as they pass through the client.
+  const revisionRequests = { lists: 0, watches: 0 };
+  const send = kube.request.bind(kube);
+  kube.request = (opts) => {
+    if (/\/revisions$/.test(opts.path)) {
+      const w = opts.query?.watch;
+      if (w === true || w === "true" || w === 1 || w === "1") revisionRequests.watches++;
+      else revisionRequests.lists++;
+    }
+    return send(opts);
+  };
   const client = new AppK8sClient({ client: kube, namespace: "flyte", watch: { initialList: "paginated" }, resumeWindow: RESUME_WINDOW });
   const stop = new AbortController();
   const t0 = performance.now();
@@ -129,11 +148,17 @@ async function main(): Promise<void> {
         relists: m.relists,
         watches: m.watches,
         serverWatches: Number(stats.activeWatches),
+        revisionEvents: client.metrics.revisionRequests,
+        revisionLists: revisionRequests.lists,
+        revisionWatchRequests: revisionRequests.watches,
+        serverRevisionWatches: Number(stats.revisionWatches),
+        serverRevisions: Number(stats.revisions),
       };
       samples.push(s);
       console.error(
         `[${runtime}] ${phase} t=${s.t.toFixed(0)}s cycles=${cycles} rss=${mib(s.rss)}MiB heap=${s.heap ? mib(s.heap) : "?"}MiB heapTotal=${mib(s.heapTotal ?? 0)}MiB external=${mib(s.external ?? 0)}MiB ` +
-          `fds=${s.fds} sockets=${s.sockets} handles=${JSON.stringify(s.handles ?? {})} timers=${s.timers.timeouts}+${s.timers.intervals} apps=${apps} journal=${s.journal} relists=${s.relists} serverWatches=${s.serverWatches}`,
+          `fds=${s.fds} sockets=${s.sockets} handles=${JSON.stringify(s.handles ?? {})} timers=${s.timers.timeouts}+${s.timers.intervals} apps=${apps} journal=${s.journal} relists=${s.relists} serverWatches=${s.serverWatches} ` +
+          `revisions: events=${s.revisionEvents} lists=${s.revisionLists} watches=${s.revisionWatchRequests} open=${s.serverRevisionWatches} stored=${s.serverRevisions}`,
       );
     };
     const waitFor = async (cond: () => boolean, what: string, ms = 10_000) => {
@@ -195,6 +220,10 @@ async function main(): Promise<void> {
         fds: [...new Set(samples.map((s) => s.fds))],
         handles: [...new Set(samples.map((s) => JSON.stringify(s.handles ?? null)))],
         timers: [...new Set(samples.map((s) => `${s.timers.timeouts}+${s.timers.intervals}`))],
+        serverWatches: [...new Set(samples.map((s) => s.serverWatches))],
+        serverRevisionWatches: [...new Set(samples.map((s) => s.serverRevisionWatches))],
+        revisionEvents: samples.at(-1)?.revisionEvents,
+        revisionRequests: { ...revisionRequests },
       },
     };
     const file = process.env.SOAK_RESULT_FILE ?? join(REPO_ROOT, "bench", "results", `soak-${runtime}.json`);

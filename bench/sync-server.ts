@@ -11,8 +11,12 @@
  * - `GET {BENCH_PATH}?watch=1`: a quiet watch (headers, then nothing) held open
  *   until the client leaves; with `sendInitialEvents=true` a 422, as a server
  *   without the WatchList feature answers.
- * - `GET …/revisions/<name>`: a small Revision with `status.actualReplicas: 1`
- *   (AppK8sClient looks one up per app).
+ * - `GET …/revisions?limit=&continue=`: one page of N Revisions, one per
+ *   KService (its `status.latestReadyRevisionName`), shaped like what Knative's
+ *   controller writes (labels, owner reference, managedFields, the pod spec,
+ *   four conditions, `actualReplicas`; ≈ 3 KB each): AppK8sClient's Revision
+ *   watch lists them before the KServices; `?watch=1` is a quiet watch as above.
+ * - `GET …/revisions/<name>`: a small Revision with `status.actualReplicas: 1`.
  * - `GET /meta`: `{objects, listBytes, itemBytes, pages, pageSize, …}` where
  *   `listBytes` is the sum of the page bodies at `limit=500`.
  * - `GET /stats`: request counters.
@@ -43,6 +47,9 @@ export interface SyncServerMeta {
   managedFieldsBytes: number;
   specBytes: number;
   listResourceVersion: string;
+  /** The Revisions (one per KService): sum of their list pages at `limit=pageSize`, and of the items alone. */
+  revisionListBytes: number;
+  revisionItemBytes: number;
   generateMs: number;
   pid: number;
 }
@@ -56,8 +63,68 @@ function argValue(name: string): string | undefined {
 }
 
 interface GeneratedObject {
-  metadata: { name: string; resourceVersion: string; labels: Record<string, string>; annotations: Record<string, string> };
-  spec: { template: { spec: { containers: { image: string; args: string[]; env: { name: string; value: string }[]; resources: { requests: { cpu: string } } }[] } } };
+  metadata: { name: string; uid: string; resourceVersion: string; creationTimestamp: string; labels: Record<string, string>; annotations: Record<string, string> };
+  spec: { template: { metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> }; spec: { containers: { image: string; args: string[]; env: { name: string; value: string }[]; resources: { requests: { cpu: string } } }[] } } };
+  status: { latestReadyRevisionName: string; latestCreatedRevisionName: string; traffic: { revisionName?: string }[]; observedGeneration: number };
+}
+
+/** The Revision Knative's controller would have written for `ksvc` (its latest ready one). */
+function revisionFor(ksvc: GeneratedObject, i: number): string {
+  const m = ksvc.metadata;
+  const name = ksvc.status.latestReadyRevisionName;
+  const t = m.creationTimestamp;
+  const gen = String(ksvc.status.observedGeneration);
+  const cfgUid = `${m.uid.slice(0, 24)}${String(i).padStart(12, "0")}`;
+  return JSON.stringify({
+    apiVersion: "serving.knative.dev/v1",
+    kind: "Revision",
+    metadata: {
+      annotations: { ...ksvc.spec.template.metadata?.annotations, "serving.knative.dev/creator": "system:serviceaccount:flyte:flyte-apps", "serving.knative.dev/routes": m.name, "serving.knative.dev/routingStateModified": t },
+      creationTimestamp: t,
+      generation: 1,
+      labels: {
+        ...ksvc.spec.template.metadata?.labels,
+        "serving.knative.dev/configuration": m.name,
+        "serving.knative.dev/configurationGeneration": gen,
+        "serving.knative.dev/configurationUID": cfgUid,
+        "serving.knative.dev/routingState": "active",
+        "serving.knative.dev/service": m.name,
+        "serving.knative.dev/serviceUID": m.uid,
+      },
+      managedFields: [{
+        apiVersion: "serving.knative.dev/v1",
+        fieldsType: "FieldsV1",
+        fieldsV1: {
+          "f:metadata": { "f:annotations": { ".": {}, "f:serving.knative.dev/creator": {}, "f:serving.knative.dev/routes": {}, "f:serving.knative.dev/routingStateModified": {} }, "f:labels": { ".": {}, "f:serving.knative.dev/configuration": {}, "f:serving.knative.dev/configurationGeneration": {}, "f:serving.knative.dev/configurationUID": {}, "f:serving.knative.dev/routingState": {}, "f:serving.knative.dev/service": {}, "f:serving.knative.dev/serviceUID": {} }, "f:ownerReferences": { ".": {}, [`k:{"uid":"${cfgUid}"}`]: {} } },
+          "f:spec": { ".": {}, "f:containerConcurrency": {}, "f:containers": {}, "f:enableServiceLinks": {}, "f:timeoutSeconds": {} },
+        },
+        manager: "controller",
+        operation: "Update",
+        time: t,
+      }, {
+        apiVersion: "serving.knative.dev/v1",
+        fieldsType: "FieldsV1",
+        fieldsV1: { "f:status": { ".": {}, "f:actualReplicas": {}, "f:conditions": {}, "f:containerStatuses": {}, "f:desiredReplicas": {}, "f:observedGeneration": {} } },
+        manager: "controller",
+        operation: "Update",
+        subresource: "status",
+        time: t,
+      }],
+      name,
+      namespace: BENCH_NAMESPACE,
+      ownerReferences: [{ apiVersion: "serving.knative.dev/v1", blockOwnerDeletion: true, controller: true, kind: "Configuration", name: m.name, uid: cfgUid }],
+      resourceVersion: String(3_000_000 + i),
+      uid: `${m.uid.slice(0, 24)}${String(i + 1).padStart(12, "0")}`,
+    },
+    spec: { ...ksvc.spec.template.spec, containerConcurrency: 0 },
+    status: {
+      actualReplicas: 1 + (i % 3),
+      conditions: ["Active", "ContainerHealthy", "Ready", "ResourcesAvailable"].map((type) => ({ lastTransitionTime: t, status: "True", type })),
+      containerStatuses: [{ imageDigest: `${ksvc.spec.template.spec.containers[0]!.image.split(":")[0]}@sha256:${m.uid.replace(/-/g, "").padEnd(64, "0").slice(0, 64)}`, name: "app" }],
+      desiredReplicas: 1 + (i % 3),
+      observedGeneration: 1,
+    },
+  });
 }
 
 /**
@@ -67,8 +134,9 @@ interface GeneratedObject {
  * Flyte writes and AppK8sClient converts: `flyte.org/app-id` and a real
  * `flyte.org/spec` (base64 protobuf of the container's image, args, env, resources).
  */
-function generateObjects(n: number): string[] {
+function generateObjects(n: number): { ksvcs: string[]; revisions: string[] } {
   const out: string[] = [];
+  const revisions: string[] = [];
   for (let i = 0; i < n; i++) {
     const { lines } = generateEvents(1, { seed: 7_000_003 + i * 7919, services: 1 });
     const obj = (JSON.parse(lines[0]!) as { object: GeneratedObject }).object;
@@ -89,32 +157,39 @@ function generateObjects(n: number): string[] {
       autoscaling: { replicas: { min: 0, max: 3 } },
       desiredState: "DESIRED_STATE_ACTIVE",
     } as never);
+    // Revision names unique per object (the generator's derive from the name before the rename above).
+    const st = obj.status;
+    const ready = `${m.name}-${st.latestReadyRevisionName.slice(-5)}`;
+    st.latestCreatedRevisionName = `${m.name}-${st.latestCreatedRevisionName.slice(-5)}`;
+    st.latestReadyRevisionName = ready;
+    for (const t of st.traffic) if (t.revisionName) t.revisionName = st.latestCreatedRevisionName;
     out.push(JSON.stringify(obj));
+    revisions.push(revisionFor(obj, i));
   }
-  return out;
+  return { ksvcs: out, revisions };
 }
 
 const objects = Number(argValue("--objects") ?? process.env.BENCH_OBJECTS ?? 10_000);
-if (!Number.isInteger(objects) || objects <= 0) throw new Error(`sync server: bad --objects ${objects}`);
+if (!Number.isInteger(objects) || objects < 0) throw new Error(`sync server: bad --objects ${objects}`);
 const LIST_RV = String(5_000_000);
 
 const t0 = performance.now();
-const items = generateObjects(objects);
+const { ksvcs: items, revisions } = generateObjects(objects);
 const generateMs = Math.round(performance.now() - t0);
 
 const pageCache = new Map<string, Buffer>();
-function page(offset: number, limit: number): Buffer {
-  const key = `${offset}:${limit}`;
+function page(offset: number, limit: number, of: string[] = items, kind = "ServiceList"): Buffer {
+  const key = `${kind}:${offset}:${limit}`;
   let body = pageCache.get(key);
   if (body) return body;
-  const end = limit > 0 ? Math.min(items.length, offset + limit) : items.length;
-  const remaining = items.length - end;
+  const end = limit > 0 ? Math.min(of.length, offset + limit) : of.length;
+  const remaining = of.length - end;
   const metadata = remaining > 0
     ? { continue: Buffer.from(JSON.stringify({ o: end })).toString("base64url"), remainingItemCount: remaining, resourceVersion: LIST_RV }
     : { resourceVersion: LIST_RV };
   const head = `{"apiVersion":"serving.knative.dev/v1","items":[`;
-  const tail = `],"kind":"ServiceList","metadata":${JSON.stringify(metadata)}}`;
-  body = Buffer.from(head + items.slice(offset, end).join(",") + tail);
+  const tail = `],"kind":"${kind}","metadata":${JSON.stringify(metadata)}}`;
+  body = Buffer.from(head + of.slice(offset, end).join(",") + tail);
   if (limit === PAGE_SIZE) pageCache.set(key, body); // the benchmark's page size; others are one-offs
   return body;
 }
@@ -125,6 +200,9 @@ for (let at = 0; at < items.length; at += PAGE_SIZE) {
   listBytes += page(at, PAGE_SIZE).length;
   pages++;
 }
+let revisionListBytes = 0;
+for (let at = 0; at < revisions.length; at += PAGE_SIZE) revisionListBytes += page(at, PAGE_SIZE, revisions, "RevisionList").length;
+const revisionItemBytes = revisions.reduce((n, s) => n + Buffer.byteLength(s), 0);
 let itemBytes = 0;
 let managedFieldsBytes = 0;
 let specBytes = 0;
@@ -146,7 +224,8 @@ function json(res: ServerResponse, status: number, body: unknown): void {
 
 function handle(req: IncomingMessage, res: ServerResponse): void {
   const url = new URL(req.url ?? "/", "http://localhost");
-  if (req.method === "GET" && url.pathname === BENCH_PATH) {
+  const isRevisions = url.pathname === REVISION_PATH.slice(0, -1);
+  if (req.method === "GET" && (url.pathname === BENCH_PATH || isRevisions)) {
     const q = url.searchParams;
     const watch = q.get("watch");
     if (watch === "1" || watch === "true") {
@@ -173,7 +252,7 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
       }
     }
     const limit = Number(q.get("limit") ?? 0) || 0;
-    const body = page(offset, limit);
+    const body = isRevisions ? page(offset, limit, revisions, "RevisionList") : page(offset, limit);
     res.writeHead(200, { "content-type": "application/json", "content-length": body.length });
     res.end(body);
     return;
@@ -206,6 +285,8 @@ serveChild(handle, (url) => {
     managedFieldsBytes,
     specBytes,
     listResourceVersion: LIST_RV,
+    revisionListBytes,
+    revisionItemBytes,
     generateMs,
     pid: process.pid,
   };

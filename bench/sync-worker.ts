@@ -14,13 +14,17 @@
  *   byte-level pruning of every list page (`items.*.…`) before it is decoded and parsed;
  * - `reflector-pruned`: the same as `reflector` with a `parse` that deletes `metadata.managedFields`
  *   and `spec` after `JSON.parse` (the earlier analysis variant: retained memory without them);
- * - `appclient`: `AppK8sClient.startWatching()` (Reflector + Flyte `App` conversion + its maps);
- * - `client-node`: `@kubernetes/client-node` 1.4.0 `makeInformer` with a `listFn` that pages
- *   by 500 through `CustomObjectsApi.listNamespacedCustomObject`; synced when `start()` resolves.
+ * - `appclient`: `AppK8sClient.startWatching()`, the product path: its Revision watch (listed
+ *   first) + the KService Reflector + Flyte `App` conversion + the hub (Apps, journal);
+ * - `client-node`: `@kubernetes/client-node` `makeInformer` (1.4.0 on Node; 2.0.1, the npm alias
+ *   `@kubernetes/client-node-2`, on Deno and Bun) with a `listFn` that pages by 500 through
+ *   `CustomObjectsApi.listNamespacedCustomObject`; synced when `start()` resolves;
+ * - `client-node-rev`: the same plus a second informer on the namespace's Revisions, started
+ *   (and synced) first: the objects `AppK8sClient` holds (B7).
  * @module
  */
 import process from "node:process";
-import { fullGc, heapUsed, procMemory, resetPeak } from "./sync-common.ts";
+import { fullGc, heapUsed, procMemory, resetPeak, runtime } from "./sync-common.ts";
 
 export interface WorkerResult {
   variant: string;
@@ -43,6 +47,8 @@ export interface WorkerResult {
   settledMs?: number;
   settledPeakRss?: number;
   revisionRequests?: number;
+  /** client-node variants: the package version used (1.4.0 on Node, 2.0.1 on Deno and Bun). */
+  clientNode?: string;
 }
 
 const variant = process.env.SYNC_VARIANT ?? "bare";
@@ -50,6 +56,7 @@ const url = process.env.SYNC_URL ?? "";
 const N = Number(process.env.SYNC_OBJECTS ?? 0);
 const NS = "bench";
 const SELECTOR = "flyte.org/app-managed=true";
+let clientNodeVersion: string | undefined;
 
 /** The client the product uses: `createKubeClient` (Node: npm undici Agent; Deno/Bun: their fetch). */
 async function productionClient(): Promise<import("../src/kube/client.ts").KubeClient> {
@@ -146,8 +153,12 @@ async function main(): Promise<WorkerResult> {
       };
       break;
     }
-    case "client-node": {
-      const k8s = await import("@kubernetes/client-node");
+    case "client-node":
+    case "client-node-rev": {
+      // Node 20: 1.4.0 (2.0.1 needs Node ≥ 22.19 and fails at import); Deno and Bun: 2.0.1.
+      const name = runtime === "node" ? "@kubernetes/client-node" : "@kubernetes/client-node-2"; // a variable: keeps 2.0.1's types out of tsc
+      const k8s = (await import(name)) as typeof import("@kubernetes/client-node");
+      clientNodeVersion = runtime === "node" ? "1.4.0" : "2.0.1";
       const { BENCH_PATH } = await import("./data.ts");
       const kc = new k8s.KubeConfig();
       kc.loadFromOptions({
@@ -158,7 +169,7 @@ async function main(): Promise<WorkerResult> {
       });
       const api = kc.makeApiClient(k8s.CustomObjectsApi);
       type Obj = import("@kubernetes/client-node").KubernetesObject;
-      const listFn = async (): Promise<import("@kubernetes/client-node").KubernetesListObject<Obj>> => {
+      const listFnOf = (plural: string, labelSelector: string | undefined) => async (): Promise<import("@kubernetes/client-node").KubernetesListObject<Obj>> => {
         const items: Obj[] = [];
         let cont: string | undefined;
         let rv: string | undefined;
@@ -167,8 +178,8 @@ async function main(): Promise<WorkerResult> {
             group: "serving.knative.dev",
             version: "v1",
             namespace: NS,
-            plural: "services",
-            labelSelector: SELECTOR,
+            plural,
+            labelSelector,
             limit: 500,
             _continue: cont,
           }) as { items: Obj[]; metadata?: { continue?: string; resourceVersion?: string } };
@@ -179,15 +190,23 @@ async function main(): Promise<WorkerResult> {
         return { apiVersion: "v1", kind: "List", items, metadata: { resourceVersion: rv } };
       };
       await api.listNamespacedCustomObject({ group: "serving.knative.dev", version: "v1", namespace: NS, plural: "services", limit: 1 });
-      const informer = k8s.makeInformer<Obj>(kc, BENCH_PATH, listFn, SELECTOR);
+      const informer = k8s.makeInformer<Obj>(kc, BENCH_PATH, listFnOf("services", SELECTOR), SELECTOR);
       informer.on("error", () => {}); // the bench stops it; a late error must not crash the process
-      keep = informer;
+      // The same objects as AppK8sClient: a Revision informer too (all Revisions of the namespace, listed first).
+      const revisions = variant === "client-node-rev" ? k8s.makeInformer<Obj>(kc, BENCH_PATH.replace(/services$/, "revisions"), listFnOf("revisions", undefined)) : undefined;
+      revisions?.on("error", () => {});
+      keep = [informer, revisions];
       run = async () => {
+        if (revisions) {
+          await revisions.start();
+          check("revision informer cache", revisions.list().length);
+        }
         await informer.start();
         check("informer cache", informer.list().length);
       };
       after = async () => {
         await informer.stop();
+        await revisions?.stop();
         return {};
       };
       break;
@@ -228,6 +247,7 @@ async function main(): Promise<WorkerResult> {
     retainedRss,
     heapBefore,
     heapRetained,
+    ...(clientNodeVersion ? { clientNode: clientNodeVersion } : {}),
     ...extra,
   };
 }

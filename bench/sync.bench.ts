@@ -10,11 +10,15 @@
  *
  * Run: `node --import tsx --expose-gc bench/sync.bench.ts`,
  * `npx deno run -A --v8-flags=--expose-gc bench/sync.bench.ts`, `npx bun bench/sync.bench.ts`.
- * Env: SYNC_SIZES (default "1000,10000,50000"), SYNC_RUNS (default "3,5,3", per size),
- * SYNC_VARIANTS_MAIN (at 10k; default all), SYNC_RESULT_FILE.
+ * Env: SYNC_SIZES (default "1000,10000,50000"; 0 is allowed: an empty list, the baseline of
+ * B7's bytes per app), SYNC_RUNS (default "3,5,3", per size), SYNC_VARIANTS_MAIN (at 10k;
+ * default all), SYNC_VARIANTS_OTHER (other sizes), SYNC_RESULT_FILE.
+ * B7 (memory per app): `SYNC_SIZES=0,1000,10000,50000 SYNC_VARIANTS_MAIN=appclient,client-node,client-node-rev
+ * SYNC_VARIANTS_OTHER=appclient,client-node,client-node-rev SYNC_RESULT_FILE=bench/results/memory-<runtime>.json`,
+ * tables by `bench/memory-report.ts`.
  * @module
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import process from "node:process";
 import { dirname, join } from "node:path";
@@ -24,12 +28,40 @@ import type { WorkerResult } from "./sync-worker.ts";
 
 const SIZES = (process.env.SYNC_SIZES ?? "1000,10000,50000").split(",").map(Number);
 const RUNS = (process.env.SYNC_RUNS ?? "3,5,3").split(",").map(Number);
-const ALL = ["plain", "reflector", "reflector-prune", "reflector-pruned", "appclient", "client-node"];
+const ALL = ["plain", "reflector", "reflector-prune", "reflector-pruned", "appclient", "client-node", "client-node-rev"];
 const MAIN_SIZE = 10_000;
 const MAIN_VARIANTS = (process.env.SYNC_VARIANTS_MAIN ?? ALL.join(",")).split(",");
 const OTHER_VARIANTS = (process.env.SYNC_VARIANTS_OTHER ?? "reflector,reflector-prune,appclient,client-node").split(",");
 /** Above this many objects, appclient runs skip waiting for every Revision lookup (it takes minutes at 50k). */
 const SETTLE_MAX = Number(process.env.SYNC_SETTLE_MAX ?? 10_000);
+
+/** Busy CPU seconds of the whole machine since boot (/proc/stat), or undefined. */
+function machineBusySeconds(): number | undefined {
+  try {
+    const f = (readFileSync("/proc/stat", "utf8").split("\n", 1)[0] ?? "").trim().split(/\s+/).slice(1).map(Number);
+    return ((f[0] ?? 0) + (f[1] ?? 0) + (f[2] ?? 0) + (f[5] ?? 0) + (f[6] ?? 0) + (f[7] ?? 0)) / 100;
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU seconds of this driver plus its reaped children (workers, the server once closed): /proc/self/stat. */
+function ownCpuSeconds(): number | undefined {
+  try {
+    const stat = readFileSync("/proc/self/stat", "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / 100;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Machine noise while one size was measured: load before, and CPU used by processes not of this benchmark. */
+export interface SizeNoise {
+  loadBefore: number;
+  wallSeconds: number;
+  otherCpuSeconds?: number;
+}
 
 export interface VariantSummary {
   variant: string;
@@ -51,7 +83,7 @@ export interface SyncResult {
   date: string;
   machine: { cores: number; cpu: string; memoryGiB: number; platform: string; loadBefore: number };
   bare: { runs: WorkerResult[]; rss: number };
-  sizes: { objects: number; server: SyncServerMeta; variants: VariantSummary[] }[];
+  sizes: { objects: number; server: SyncServerMeta; variants: VariantSummary[]; noise?: SizeNoise }[];
 }
 
 function summarize(variant: string, objects: number, runs: WorkerResult[], failed?: string): VariantSummary {
@@ -97,6 +129,8 @@ async function main(): Promise<void> {
     const runs = RUNS[si] ?? RUNS[RUNS.length - 1]!;
     const variants = objects === MAIN_SIZE ? MAIN_VARIANTS : OTHER_VARIANTS;
     let server: HelperProcess<SyncServerMeta> | undefined;
+    const noise0 = { load: os.loadavg()[0] ?? 0, busy: machineBusySeconds(), own: ownCpuSeconds(), t: performance.now() };
+    let entry: SyncResult["sizes"][number] | undefined;
     try {
       server = await startNodeHelper<SyncServerMeta>("bench/sync-server.ts", ["--objects", String(objects)]);
       const meta = server.meta;
@@ -129,10 +163,19 @@ async function main(): Promise<void> {
         }
         console.error(`[${runtime}] ${objects} round ${round + 1}/${runs}: ${line.join(", ")}`);
       }
-      result.sizes.push({ objects, server: meta, variants: variants.map((v) => summarize(v, objects, got.get(v)!, failed.get(v))) });
+      entry = { objects, server: meta, variants: variants.map((v) => summarize(v, objects, got.get(v)!, failed.get(v))) };
+      result.sizes.push(entry);
     } finally {
       await server?.close();
     }
+    const busy1 = machineBusySeconds();
+    const own1 = ownCpuSeconds();
+    const wallSeconds = (performance.now() - noise0.t) / 1000;
+    entry.noise = { loadBefore: noise0.load, wallSeconds };
+    if (noise0.busy !== undefined && busy1 !== undefined && noise0.own !== undefined && own1 !== undefined) {
+      entry.noise.otherCpuSeconds = Math.max(0, busy1 - noise0.busy - (own1 - noise0.own));
+    }
+    console.error(`[${runtime}] ${objects}: load ${noise0.load.toFixed(2)} before; other processes ${entry.noise.otherCpuSeconds?.toFixed(1) ?? "?"} CPU-s in ${wallSeconds.toFixed(0)} s`);
   }
 
   const file = process.env.SYNC_RESULT_FILE ?? join(REPO_ROOT, "bench", "results", `sync-${runtime}.json`);
