@@ -84,6 +84,14 @@ row("sync time ÷ client-node (KServices only)", (r) => x((v(r, N, PRODUCT)?.syn
 row("peak RSS MiB: product / client-node same objects / KServices only", (r) => `${mib(v(r, N, PRODUCT)?.peakRss ?? NaN)} / ${mib(v(r, N, SAME)?.peakRss ?? NaN)} / ${mib(v(r, N, KSVC)?.peakRss ?? NaN)}`);
 row("**peak RSS ÷ client-node (same objects)**", (r) => x((v(r, N, PRODUCT)?.peakRss ?? NaN) / (v(r, N, SAME)?.peakRss ?? NaN)));
 row("peak RSS ÷ client-node (KServices only)", (r) => x((v(r, N, PRODUCT)?.peakRss ?? NaN) / (v(r, N, KSVC)?.peakRss ?? NaN)));
+const lists = (r: SyncResult) => (at(r, N)?.server.listBytes ?? NaN) + (at(r, N)?.server.revisionListBytes ?? NaN);
+row("peak RSS above bare ÷ list bytes (KServices + Revisions): product / client-node same objects", (r) => `${x(((v(r, N, PRODUCT)?.peakRss ?? NaN) - r.bare.rss) / lists(r))} / ${x(((v(r, N, SAME)?.peakRss ?? NaN) - r.bare.rss) / lists(r))}`);
+row("product: sync time 50k ÷ 10k (×5 objects)", (r) => x((v(r, N, PRODUCT)?.syncMs ?? NaN) / (v(r, 10_000, PRODUCT)?.syncMs ?? NaN), 1));
+row("client-node same objects: sync time 50k ÷ 10k", (r) => x((v(r, N, SAME)?.syncMs ?? NaN) / (v(r, 10_000, SAME)?.syncMs ?? NaN), 1));
+row("noise during the 50k size: load before; other processes' CPU", (r) => {
+  const n = at(r, N)?.noise;
+  return n ? `${n.loadBefore.toFixed(2)}; ${n.otherCpuSeconds !== undefined ? ((n.otherCpuSeconds / (n.wallSeconds * r.machine.cores)) * 100).toFixed(0) : "?"} % of ${r.machine.cores} cores` : "n/a";
+});
 row("runs (fresh processes, medians)", (r) => String(v(r, N, PRODUCT)?.runs.length ?? 0));
 out.push("");
 
