@@ -43,6 +43,9 @@ export interface WorkerResult {
   retainedRss: number;
   heapBefore?: number;
   heapRetained?: number;
+  /** process.memoryUsage() after the final GC: off-heap memory the engine knows of, and ArrayBuffers (B7: RSS − heap). */
+  external?: number;
+  arrayBuffers?: number;
   /** appclient: ms until every app's Revision lookup was done, and the peak RSS up to then. */
   settledMs?: number;
   settledPeakRss?: number;
@@ -233,6 +236,11 @@ async function main(): Promise<WorkerResult> {
   fullGc();
   const retainedRss = procMemory().rss;
   const heapRetained = heapUsed();
+  let offHeap: { external?: number; arrayBuffers?: number } = {};
+  try {
+    const mu = process.memoryUsage();
+    offHeap = { external: mu.external, arrayBuffers: mu.arrayBuffers };
+  } catch { /* not reported */ }
   if (after && variant !== "appclient") await after();
   ac.abort();
   void keep;
@@ -240,6 +248,7 @@ async function main(): Promise<WorkerResult> {
     variant,
     objects: N,
     syncMs,
+    ...offHeap,
     rssBefore: before.rss,
     hwmBeforeSync: before.hwm,
     peakRss,
