@@ -1,0 +1,138 @@
+/**
+ * B6 report: bench/results/B6.md from bench/results/latency.json (written by `bench/latency.ts`;
+ * re-render alone with `node --import tsx bench/latency-report.ts`).
+ *
+ * Per (source, rate, runtime): p50 and p99 of write → receive over every delivered event of every
+ * subscriber, for appwatch WebSocket, SSE and Connect, and each ÷ its peer: the relay's WebSocket
+ * (for WebSocket and Connect; the relay has no Connect) or the relay's SSE (for SSE). When a cell
+ * ran more than once (`--reps`), the median of its runs is used.
+ * @module
+ */
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
+
+interface Cell {
+  source: string;
+  runtime: string;
+  contender: string;
+  transport: string;
+  rate: number;
+  p50: number;
+  p99: number;
+  lost: number;
+  expected: number;
+  received: number;
+  achievedRate: number;
+  writesFailed: number;
+  writeMs?: { p50: number; p99: number };
+  contenderCpuCores: number;
+  loadCpuCores: number;
+  sourceCpuCores: number;
+  driverCpuCores: number;
+  otherCpuCores: number;
+  loadavg1Before: number;
+  subscribers: number;
+}
+
+/** The p99 goal stated for B6 (the issue gives none): appwatch's p99 ≤ 1.5 × the relay's. */
+export const B6_P99_GOAL = 1.5;
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+const ms = (x: number) => (Number.isFinite(x) ? (x < 10 ? x.toFixed(2) : x.toFixed(1)) : "–");
+const x = (v: number) => (Number.isFinite(v) ? `${v.toFixed(2)}×` : "–");
+
+export function writeB6(dir: string, file = join(dir, "latency.json")): void {
+  // deno-lint-ignore no-explicit-any
+  const r = JSON.parse(readFileSync(file, "utf8")) as any;
+  const cells = r.cells as Cell[];
+  const pick = (source: string, runtime: string, contender: string, transport: string, rate: number) =>
+    cells.filter((c) => c.source === source && c.runtime === runtime && c.contender === contender && c.transport === transport && c.rate === rate);
+  const stat = (cs: Cell[], f: (c: Cell) => number) => median(cs.map(f));
+  const out: string[] = [];
+  out.push("## B6 latency: API server write → client receive");
+  out.push("");
+  out.push(
+    `Run ${r.date} (${r.totalSeconds.toFixed(0)} s), ${r.machine.cores} cores (${r.machine.cpu}), ${r.machine.memoryGiB} GiB, ${r.machine.platform}; ` +
+      `load average before ${r.loadavgAtStart.map((v: number) => v.toFixed(2)).join(" ")}, after ${r.loadavgAtEnd.map((v: number) => v.toFixed(2)).join(" ")}. ` +
+      `${r.options.subscribers} subscribers per contender (B3 mix: 4 all-apps, every 20th per project+domain, the rest per app over ${r.options.apps} apps), ` +
+      `${r.options.seconds} s of writes per cell, round-robin over the apps; load process ${r.loadRuntime}. Command: \`npm run bench:latency\` ` +
+      "(`node --import tsx bench/latency.ts`), under `flock /tmp/appwatch-bench.lock`.",
+  );
+  out.push("");
+  out.push("Sources:");
+  for (const [k, v] of Object.entries(r.sources as Record<string, string>)) out.push(`- **${k}**: ${v}.`);
+  out.push("");
+  out.push(
+    "Latency per event = the load process's receive time − the write time stamped into the KService's Ready condition message (`bench t=<µs> s=<seq>`, " +
+      "which appwatch carries into the App's `status.conditions[].message`); both clocks are `performance.timeOrigin + performance.now()` of processes on this one machine. " +
+      "Percentiles over every delivered event of every subscriber. " +
+      "Peer: a minimal relay per runtime (`bench/latency-relay.ts`): client-node's informer (1.4.0 on Node, 2.0.1 on Deno/Bun) → the object's JSON to the subscribers of its app " +
+      "(Node `ws`, Deno `Deno.upgradeWebSocket`, Bun `server.publish`; SSE: the same relay writing `data:` records). appwatch WebSocket and Connect are ÷ the relay's WebSocket, " +
+      "SSE ÷ the relay's SSE. One contender process at a time watches the source; appwatch and relay alternate which goes first per (source, runtime) block. " +
+      `Stated goal (the issue gives no number): p99 ≤ ${B6_P99_GOAL}× the relay's.`,
+  );
+  out.push("");
+  for (const source of Object.keys(r.sources)) {
+    for (const rate of (r.sourceRates?.[source] ?? r.options.rates) as number[]) {
+      const rows: string[] = [];
+      for (const runtime of r.options.runtimes as string[]) {
+        const relayWs = pick(source, runtime, "relay", "ws", rate);
+        const relaySse = pick(source, runtime, "relay", "sse", rate);
+        const line: string[] = [runtime];
+        let any = false;
+        line.push(relayWs.length ? `${ms(stat(relayWs, (c) => c.p50))} / ${ms(stat(relayWs, (c) => c.p99))}` : "–");
+        for (const t of ["ws", "sse", "connect"]) {
+          const a = pick(source, runtime, "appwatch", t, rate);
+          const peer = t === "sse" ? relaySse : relayWs;
+          if (!a.length) {
+            line.push("–", "–");
+            continue;
+          }
+          any = true;
+          const p99r = stat(a, (c) => c.p99) / stat(peer, (c) => c.p99);
+          const p50r = stat(a, (c) => c.p50) / stat(peer, (c) => c.p50);
+          const met = Number.isFinite(p99r) ? (p99r <= B6_P99_GOAL ? " ✓" : " ✗") : "";
+          line.push(`${ms(stat(a, (c) => c.p50))} / ${ms(stat(a, (c) => c.p99))}`, `${x(p50r)} / **${x(p99r)}**${met}`);
+        }
+        line.splice(4, 0, relaySse.length ? `${ms(stat(relaySse, (c) => c.p50))} / ${ms(stat(relaySse, (c) => c.p99))}` : "–");
+        if (any || relayWs.length) rows.push(`| ${line.join(" | ")} |`);
+      }
+      if (!rows.length) continue;
+      const achieved = cells.filter((c) => c.source === source && c.rate === rate);
+      out.push(`### ${source}, ${rate} changes/s (achieved ${Math.round(median(achieved.map((c) => c.achievedRate)))}/s median, min ${Math.round(Math.min(...achieved.map((c) => c.achievedRate)))}/s)`);
+      out.push("");
+      out.push("p50 / p99 in ms; ratios appwatch ÷ relay (p50 / **p99**).");
+      out.push("");
+      out.push("| runtime | relay WS | appwatch WS | WS ÷ relay WS | relay SSE | appwatch SSE | SSE ÷ relay SSE | appwatch Connect | Connect ÷ relay WS |");
+      out.push("|---|---|---|---|---|---|---|---|---|");
+      out.push(...rows);
+      out.push("");
+    }
+  }
+  out.push("### Every cell");
+  out.push("");
+  out.push("| source | rate | runtime | contender | transport | p50 ms | p99 ms | received / expected | lost | writes/s | write RTT p50/p99 ms | CPU contender | load | source | writer | other | loadavg before |");
+  out.push("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+  for (const c of cells) {
+    out.push(
+      `| ${c.source} | ${c.rate} | ${c.runtime} | ${c.contender} | ${c.transport} | ${ms(c.p50)} | ${ms(c.p99)} | ${c.received} / ${c.expected} | ${c.lost} | ${Math.round(c.achievedRate)}${c.writesFailed ? ` (${c.writesFailed} failed)` : ""} | ` +
+        `${c.writeMs ? `${ms(c.writeMs.p50)} / ${ms(c.writeMs.p99)}` : "–"} | ${c.contenderCpuCores.toFixed(2)} | ${c.loadCpuCores.toFixed(2)} | ${c.sourceCpuCores.toFixed(2)} | ${c.driverCpuCores.toFixed(2)} | ${c.otherCpuCores.toFixed(2)} | ${c.loadavg1Before.toFixed(2)} |`,
+    );
+  }
+  out.push("");
+  out.push(
+    "CPU columns are cores over the cell (drive + drain): the contender process, the load process, the source (the sandbox process; kube-apiserver + etcd), " +
+      "the writer (this driver; it writes to the real apiserver) and everything else on the machine (other users of the 2 cores).",
+  );
+  out.push("");
+  writeFileSync(join(dir, "B6.md"), out.join("\n"));
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  writeB6(join(fileURLToPath(new URL(".", import.meta.url)), "results"));
+}
