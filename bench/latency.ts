@@ -115,10 +115,14 @@ interface Child {
   stop(): Promise<void>;
 }
 
+/** BENCH_B6_CPU_PROF_DIR: a V8 CPU profile of every contender process on Node and Deno (`--cpu-prof`, written at its exit). */
+const PROF_DIR = process.env.BENCH_B6_CPU_PROF_DIR;
+
 function command(runtime: "node" | "deno" | "bun", script: string, args: string[]): [string, string[]] {
-  if (runtime === "deno") return [join(ROOT, "node_modules", ".bin", "deno"), ["run", "-A", script, ...args]];
+  const prof = PROF_DIR && script.startsWith("bench/latency-") ? ["--cpu-prof", `--cpu-prof-dir=${PROF_DIR}`] : [];
+  if (runtime === "deno") return [join(ROOT, "node_modules", ".bin", "deno"), ["run", "-A", ...prof, script, ...args]];
   if (runtime === "bun") return [join(ROOT, "node_modules", ".bin", "bun"), [script, ...args]];
-  return [process.execPath, ["--import", "tsx", script, ...args]];
+  return [process.execPath, [...prof, "--import", "tsx", script, ...args]];
 }
 
 function child(runtime: "node" | "deno" | "bun", script: string, args: string[] = [], env: Record<string, string> = {}): Child {
@@ -350,6 +354,10 @@ interface Cell {
   p99: number;
   p999: number;
   maxMs: number;
+  /** appwatch only: the watch path alone (write → AppK8sClient publish), from an in-process probe subscription. */
+  watchP50?: number;
+  watchP99?: number;
+  watchSamples?: number;
   contenderCpuCores: number;
   loadCpuCores: number;
   sourceCpuCores: number;
@@ -361,7 +369,7 @@ interface Cell {
 const load = child("node", "bench/fanout-load.ts");
 let group = 0;
 
-async function cell(src: Source, runtime: string, contender: "appwatch" | "relay", pid: number, url: string, transport: "ws" | "sse" | "connect", rate: number, rep: number, order: number): Promise<Cell> {
+async function cell(src: Source, runtime: string, contender: "appwatch" | "relay", proc: Child, pid: number, url: string, transport: "ws" | "sse" | "connect", rate: number, rep: number, order: number): Promise<Cell> {
   const g = `g${group++}`;
   const base = transport === "ws" ? url.replace(/^http/, "ws") : url;
   const loadavg1Before = os.loadavg()[0]!;
@@ -370,6 +378,7 @@ async function cell(src: Source, runtime: string, contender: "appwatch" | "relay
   await sleep(300);
   await load.send({ quiet: { ms: 500 } }); // Connect Watch sends a snapshot first
   await load.send({ reset: { group: g } });
+  if (contender === "appwatch") await proc.send({ probe: {} });
   const load0 = (await load.send({ cpu: {} })).cpu as number;
   const c0 = cpuOf(pid);
   const s0 = src.cpuSeconds();
@@ -386,6 +395,7 @@ async function cell(src: Source, runtime: string, contender: "appwatch" | "relay
   const sourceCpu = src.cpuSeconds() - s0;
   const driverCpu = cpuOf("self") - d0;
   const busy = machineBusySeconds() - busy0;
+  const probe = contender === "appwatch" ? (await proc.send({ probe: {} })).probe as { n: number; p50: number | null; p99: number | null } : undefined;
   await load.send({ close: { keep: 0, group: g } });
   const c: Cell = {
     source: src.name,
@@ -414,6 +424,7 @@ async function cell(src: Source, runtime: string, contender: "appwatch" | "relay
     p99: rep0.latencyMs.p99 ?? NaN,
     p999: rep0.latencyMs.p999 ?? NaN,
     maxMs: rep0.latencyMs.max ?? NaN,
+    ...(probe ? { watchP50: probe.p50 ?? NaN, watchP99: probe.p99 ?? NaN, watchSamples: probe.n } : {}),
     contenderCpuCores: contenderCpu / wall,
     loadCpuCores: loadCpu / wall,
     sourceCpuCores: sourceCpu / wall,
@@ -422,7 +433,7 @@ async function cell(src: Source, runtime: string, contender: "appwatch" | "relay
     loadavg1Before,
   };
   console.error(
-    `  ${src.name} ${runtime} ${contender.padEnd(8)} ${transport.padEnd(7)} ${String(rate).padStart(4)}/s: p50 ${c.p50.toFixed(2)} ms, p99 ${c.p99.toFixed(2)} ms, max ${c.maxMs.toFixed(1)} ms; ` +
+    `  ${src.name} ${runtime} ${contender.padEnd(8)} ${transport.padEnd(7)} ${String(rate).padStart(4)}/s: p50 ${c.p50.toFixed(2)} ms, p99 ${c.p99.toFixed(2)} ms, max ${c.maxMs.toFixed(1)} ms${c.watchP50 !== undefined ? ` (watch path p50 ${c.watchP50.toFixed(2)} p99 ${c.watchP99!.toFixed(2)} ms)` : ""}; ` +
       `${c.received}/${c.expected} received (lost ${c.lost}), ${Math.round(c.achievedRate)} writes/s${c.writesFailed ? ` (${c.writesFailed} failed)` : ""}; CPU contender ${c.contenderCpuCores.toFixed(2)}, load ${c.loadCpuCores.toFixed(2)}, source ${c.sourceCpuCores.toFixed(2)}, driver ${c.driverCpuCores.toFixed(2)}, other ${c.otherCpuCores.toFixed(2)} cores`,
   );
   return c;
@@ -468,7 +479,7 @@ for (const srcName of SOURCES) {
         await sleep(500);
         const transports = TRANSPORTS.filter((t) => contender === "appwatch" || t !== "connect");
         for (const transport of transports) {
-          for (const rate of rates) cells.push(await cell(src, runtime, contender, ready.pid, ready.url, transport, rate, rep, k));
+          for (const rate of rates) cells.push(await cell(src, runtime, contender, proc, ready.pid, ready.url, transport, rate, rep, k));
         }
         await proc.stop();
       }
