@@ -8,7 +8,7 @@
  * ran more than once (`--reps`), the median of its runs is used.
  * @module
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
@@ -52,6 +52,21 @@ export function writeB6(dir: string, file = join(dir, "latency.json")): void {
   // deno-lint-ignore no-explicit-any
   const r = JSON.parse(readFileSync(file, "utf8")) as any;
   const cells = r.cells as Cell[];
+  // Follow-up runs (`--out bench/results/latency-<tag>.json`, e.g. the real apiserver at lower
+  // rates) are appended as sources of their own, `<source> (<tag>)`, with their own date and noise.
+  const extras: string[] = [];
+  for (const f of readdirSync(dir).filter((n) => /^latency-.+\.json$/.test(n)).sort()) {
+    const tag = f.slice("latency-".length, -".json".length);
+    // deno-lint-ignore no-explicit-any
+    const e = JSON.parse(readFileSync(join(dir, f), "utf8")) as any;
+    for (const [k, v] of Object.entries(e.sources as Record<string, string>)) {
+      const name = `${k} (${tag})`;
+      r.sources[name] = `${v} — a follow-up run (${f}), ${e.date}, ${e.options.subscribers} subscribers, ${e.options.seconds} s per cell, runtimes ${e.options.runtimes.join(", ")}, load average before ${e.loadavgAtStart.map((x: number) => x.toFixed(2)).join(" ")}`;
+      (r.sourceRates ??= {})[name] = e.sourceRates?.[k] ?? e.options.rates;
+    }
+    for (const c of e.cells as Cell[]) cells.push({ ...c, source: `${c.source} (${tag})` });
+    extras.push(f);
+  }
   const pick = (source: string, runtime: string, contender: string, transport: string, rate: number) =>
     cells.filter((c) => c.source === source && c.runtime === runtime && c.contender === contender && c.transport === transport && c.rate === rate);
   const stat = (cs: Cell[], f: (c: Cell) => number) => median(cs.map(f));
