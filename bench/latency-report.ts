@@ -179,6 +179,15 @@ export function writeB6(dir: string, file = join(dir, "latency.json")): void {
       );
     }
   }
+  out.push(
+    "- Profile (V8, appwatch on Node, sandbox, 1,000 changes/s, 1,000 subscribers; a separate run on 2026-12-02 05:24 UTC under the bench lock: " +
+      "`BENCH_B6_CPU_PROF_DIR=/tmp/p node --import tsx bench/latency.ts --sources sandbox --runtimes node --transports ws,connect --rates 1000 --out /tmp/p.json`, " +
+      "which reproduced WS p99 97.3 ms vs the relay's 10.4 ms and Connect p50 573 ms). " +
+      "Connect cell: the main thread has no idle time (1.09 cores); 27 % inclusive in connect-es `serialize` (protobuf-es `toJsonString`/`toJson`, once per subscriber per event, of a ~5 KB App), " +
+      "~37 % in connect-es's async-iterable plumbing per message, 11 % GC, 7 % `watchMessage` (`fromJson`, once per event): per-subscriber serialization saturates the one thread, so events queue (a backlog, not a tail). " +
+      "WebSocket cell: the thread is 33 % idle over the cell but busy in bursts: 27 % inclusive in the session `#pump` per subscriber, 18 % in `ws` `send`, 11 % self in `writev` (one syscall per frame per socket), " +
+      "10 % in the watch decode (reflector/ndjson/prune), 5 % in frame encoding, 3 % in `kserviceToApp`; the relay writes one pre-encoded buffer per topic per event with no per-subscriber session.",
+  );
   out.push("");
   out.push("### Every cell");
   out.push("");
