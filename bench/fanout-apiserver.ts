@@ -10,7 +10,7 @@
  * once listening; then for every stdin command one answer line.
  * stdin: `{"drive":{"rate":1000,"seconds":10}}` → status writes at `rate`/s
  * round-robin over the apps (each one a new Ready condition message
- * `bench t=<ms epoch> s=<seq>`), answered with `{"driven":{writes,perApp,
+ * `bench t=<ms epoch> s=<seq>`; with BENCH_STAMP_US=1, t in µs), answered with `{"driven":{writes,perApp,
  * seconds,lagMs,cpuSeconds}}`; `{"cpu":{}}` → `{"cpu":seconds}`; `{"exit":{}}`.
  * @module
  */
@@ -23,6 +23,8 @@ import { distinctApps } from "./fanout-fixtures.ts";
 
 const APPS = Number(process.env.BENCH_APPS ?? 1000);
 const NS = "bench";
+/** B6 (`BENCH_STAMP_US=1`): stamp in µs since the epoch (`performance.timeOrigin + performance.now()`), not Date.now() ms. */
+const stampNow = process.env.BENCH_STAMP_US === "1" ? () => Math.round((performance.timeOrigin + performance.now()) * 1000) : () => Date.now();
 
 
 const sb = await startSandbox({ port: 0, initialResourceVersion: 1000 });
@@ -66,7 +68,7 @@ async function drive(rate: number, seconds: number): Promise<Record<string, unkn
       const i = next;
       next = (next + 1) % apps.length;
       seq++;
-      sb.sandbox.updateStatus("services", NS, apps[i]!.name, stamped(i, Date.now(), seq));
+      sb.sandbox.updateStatus("services", NS, apps[i]!.name, stamped(i, stampNow(), seq));
       perApp[i]!++;
       done++;
     }

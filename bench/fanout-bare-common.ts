@@ -74,7 +74,7 @@ export const frames: { start: string; apps: { key: string; group: string; prefix
 const g = globalThis as any;
 export const RUNTIME: "node" | "deno" | "bun" = g.Deno?.version?.deno ? "deno" : g.Bun ? "bun" : "node";
 
-function runtimeVersion(): string {
+export function runtimeVersion(): string {
   if (RUNTIME === "deno") return `Deno ${g.Deno.version.deno} (V8 ${g.Deno.version.v8})`;
   if (RUNTIME === "bun") return `Bun ${g.Bun.version} (JavaScriptCore)`;
   return `Node ${process.versions.node} (V8 ${process.versions.v8})`;

@@ -84,3 +84,31 @@ export function distinctApps(count: number): KubeObject[] {
   });
   return [...seen.values()];
 }
+
+export interface AppRef {
+  name: string;
+  project: string;
+  domain: string;
+  app: string;
+}
+
+/** Subscriber i (B3 and B6 mix): `allSubs` (4) all-apps first, then every 20th per project+domain, the rest per app (round-robin). */
+export function subscribers(from: number, to: number, apps: AppRef[], allSubs = 4): { id: number; query: string; key: string }[] {
+  const groups = [...new Set(apps.map((a) => `${a.project}/${a.domain}`))].sort();
+  const out: { id: number; query: string; key: string }[] = [];
+  for (let i = from; i < to; i++) {
+    if (i < allSubs) {
+      out.push({ id: i, query: "snapshot=false", key: "*" });
+      continue;
+    }
+    const j = i - allSubs;
+    if (j % 20 === 0) {
+      const [project, domain] = groups[(j / 20) % groups.length]!.split("/");
+      out.push({ id: i, query: `project=${project}&domain=${domain}&snapshot=false`, key: `${project}/${domain}` });
+    } else {
+      const a = apps[(j - Math.floor(j / 20) - 1) % apps.length]!;
+      out.push({ id: i, query: `project=${a.project}&domain=${a.domain}&app=${a.app}&snapshot=false`, key: `${a.project}/${a.domain}/${a.app}` });
+    }
+  }
+  return out;
+}

@@ -10,7 +10,9 @@
  *
  * Protocol: JSON lines on stdin, one answer line on stdout per command:
  * - `{"open":{"url":…,"subs":[{"id":n,"query":"project=…&domain=…&app=…","key":"p/d/a"|"p/d"|"*"}]}}`
- *   → `{"opened":{n,ms,failed}}` once every new socket got its `start` frame;
+ *   → `{"opened":{n,ms,failed}}` once every new socket got its `start` frame; with
+ *   `"transport":"sse"` or `"connect"` (B6; `url` is then `http://…`) the subscribers are SSE
+ *   streams or Connect `AppService/Watch` streams (JSON codec) instead of WebSockets;
  * - `{"close":{"keep":n}}` → closes all but the first `n` → `{"closed":{open}}`;
  * - `{"reset":{}}` → clears counters and latency samples → `{"reset":true}`;
  * - `{"report":{"expected":{"p/d/a":writes,…}}}` → waits (≤ 15 s) until every
@@ -20,6 +22,7 @@
  *   `{"capturing":{"start":"<its first frame>"}}`; `{"captured":{"n":k}}` → waits (≤ 30 s) for
  *   k event frames on it, closes it → `{"captured":{"frames":[…]}}` (the bare servers of
  *   `bench/fanout.ts --bare` send exactly these bytes);
+ * - `{"quiet":{"ms":500}}` → waits until no frame has come for `ms` → `{"quiet":{frames}}`;
  * - `{"exit":{}}`.
  *
  * Every subscriber belongs to a `group` (the server it is connected to; default `appwatch`):
@@ -31,15 +34,24 @@ import process from "node:process";
 import { createInterface } from "node:readline";
 import { cpuSeconds } from "./sync-common.ts";
 import WebSocket from "ws";
+import { request as httpRequest, type IncomingMessage } from "node:http";
+
+/** A subscriber's connection, whatever its transport: `close()` ends it cleanly, `terminate()` at once. */
+interface Conn {
+  close(code?: number): void;
+  terminate(): void;
+}
 
 interface Sub {
   id: number;
   group: string;
   key: string;
-  ws: WebSocket;
+  ws: Conn;
   received: number;
   lastSeq: number;
   outOfOrder: number;
+  /** Connect: its snapshot's `createEvent`s are not live events (only `updateEvent`s count). */
+  updatesOnly?: boolean;
 }
 
 const subs: Sub[] = [];
@@ -63,7 +75,11 @@ function numberAt(buf: Buffer, i: number): [number, number] {
   return [n, i];
 }
 
+/** Receive time in ms since the epoch, to the µs: the clock every B6 process stamps with. */
+const nowMs = () => performance.timeOrigin + performance.now();
+
 function onMessage(sub: Sub, data: Buffer): void {
+  const precise = nowMs();
   const now = Date.now();
   frames++;
   // {"updateEvent":…, {"createEvent":…, {"deleteEvent":…, {"start":…, {"heartbeat":…
@@ -72,7 +88,7 @@ function onMessage(sub: Sub, data: Buffer): void {
     heartbeats++;
     return;
   }
-  if (k !== 0x75 /* u */ && k !== 0x63 /* c */) return;
+  if (k !== 0x75 /* u */ && (k !== 0x63 /* c */ || sub.updatesOnly)) return;
   const at = data.indexOf(STAMP);
   if (at < 0) return;
   const [t, end] = numberAt(data, at + STAMP.length);
@@ -85,10 +101,123 @@ function onMessage(sub: Sub, data: Buffer): void {
     bigger.set(samples);
     samples = bigger;
   }
-  samples[nSamples++] = now - t;
+  // A stamp in µs (B6: `BENCH_STAMP_US`, > 1e14) is compared with the µs clock, one in ms with Date.now().
+  samples[nSamples++] = t > 1e14 ? precise - t / 1000 : now - t;
 }
 
-function openOne(url: string, group: string, id: number, query: string, key: string): Promise<Sub | undefined> {
+/**
+ * B6: a subscriber over SSE (`GET /v1/watch?…` with `Accept: text/event-stream`, one HTTP/1.1
+ * connection each). Every record's `data:` payload goes to `onMessage` like a WebSocket frame; the
+ * first record with data (the `start` frame) opens it.
+ */
+function openSse(url: string, group: string, id: number, query: string, key: string): Promise<Sub | undefined> {
+  return new Promise((resolve) => {
+    let started = false;
+    const done = (s: Sub | undefined) => {
+      if (!started) {
+        started = true;
+        resolve(s);
+      }
+    };
+    const req = httpRequest(`${url}/v1/watch?${query}`, { agent: false, headers: { accept: "text/event-stream" } });
+    const sub: Sub = { id, group, key, ws: { close: () => req.destroy(), terminate: () => req.destroy() }, received: 0, lastSeq: 0, outOfOrder: 0 };
+    req.on("response", (res: IncomingMessage) => {
+      if (res.statusCode !== 200) {
+        res.resume();
+        done(undefined);
+        return;
+      }
+      let pending: Buffer | undefined;
+      res.on("data", (chunk: Buffer) => {
+        let buf = pending ? Buffer.concat([pending, chunk]) : chunk;
+        for (;;) {
+          const end = buf.indexOf("\n\n");
+          if (end < 0) break;
+          const at = buf.indexOf("data: ");
+          if (at >= 0 && at < end) {
+            if (!started) done(sub);
+            else onMessage(sub, buf.subarray(at + 6, end));
+          }
+          buf = buf.subarray(end + 2);
+        }
+        pending = buf.length ? buf : undefined;
+      });
+      res.on("close", () => {
+        if (!started) done(undefined);
+        else if (!(sub as { closing?: boolean }).closing) closedUnexpectedly++;
+      });
+    });
+    req.on("error", () => done(undefined));
+    req.end();
+  });
+}
+
+/** The Connect `WatchRequest` (JSON) of a subscriber's `/v1/watch` query: by app, by project+domain, or all apps. */
+function watchRequestOf(query: string): unknown {
+  const q = new URLSearchParams(query);
+  const project = q.get("project");
+  const domain = q.get("domain");
+  const app = q.get("app");
+  if (project && domain && app) return { appId: { project, domain, name: app } };
+  if (project && domain) return { project: { name: project, domain } };
+  return {};
+}
+
+/**
+ * B6: a subscriber over Connect: `AppService/Watch` as a Connect server stream with the JSON codec
+ * (`application/connect+json`, one HTTP/1.1 connection each). Every enveloped message goes to
+ * `onMessage` (its JSON starts `{"createEvent"`/`{"updateEvent"` like a frame); the response
+ * headers open it. Its snapshot (Connect Watch always sends one) comes before the `reset`.
+ */
+function openConnect(url: string, group: string, id: number, query: string, key: string): Promise<Sub | undefined> {
+  return new Promise((resolve) => {
+    let started = false;
+    const done = (s: Sub | undefined) => {
+      if (!started) {
+        started = true;
+        resolve(s);
+      }
+    };
+    const json = Buffer.from(JSON.stringify(watchRequestOf(query)));
+    const body = Buffer.alloc(5 + json.length);
+    body.writeUInt32BE(json.length, 1);
+    json.copy(body, 5);
+    const req = httpRequest(`${url}/flyteidl2.app.AppService/Watch`, {
+      method: "POST",
+      agent: false,
+      headers: { "content-type": "application/connect+json", "connect-protocol-version": "1", "content-length": body.length },
+    });
+    const sub: Sub = { id, group, key, ws: { close: () => req.destroy(), terminate: () => req.destroy() }, received: 0, lastSeq: 0, outOfOrder: 0, updatesOnly: true };
+    req.on("response", (res: IncomingMessage) => {
+      if (res.statusCode !== 200) {
+        res.resume();
+        done(undefined);
+        return;
+      }
+      done(sub);
+      let pending: Buffer | undefined;
+      res.on("data", (chunk: Buffer) => {
+        let buf = pending ? Buffer.concat([pending, chunk]) : chunk;
+        while (buf.length >= 5) {
+          const len = buf.readUInt32BE(1);
+          if (buf.length < 5 + len) break;
+          if ((buf[0]! & 2) === 0) onMessage(sub, buf.subarray(5, 5 + len));
+          buf = buf.subarray(5 + len);
+        }
+        pending = buf.length ? buf : undefined;
+      });
+      res.on("close", () => {
+        if (!(sub as { closing?: boolean }).closing) closedUnexpectedly++;
+      });
+    });
+    req.on("error", () => done(undefined));
+    req.end(body);
+  });
+}
+
+function openOne(url: string, group: string, id: number, query: string, key: string, transport = "ws"): Promise<Sub | undefined> {
+  if (transport === "sse") return openSse(url, group, id, query, key);
+  if (transport === "connect") return openConnect(url, group, id, query, key);
   return new Promise((resolve) => {
     const ws = new WebSocket(`${url}/v1/watch?${query}`, { perMessageDeflate: false });
     const sub: Sub = { id, group, key, ws, received: 0, lastSeq: 0, outOfOrder: 0 };
@@ -118,12 +247,12 @@ function openOne(url: string, group: string, id: number, query: string, key: str
 
 const inGroup = (group: string) => subs.filter((s) => s.group === group);
 
-async function open(url: string, group: string, list: { id: number; query: string; key: string }[]): Promise<Record<string, unknown>> {
+async function open(url: string, group: string, list: { id: number; query: string; key: string }[], transport?: string): Promise<Record<string, unknown>> {
   const t = performance.now();
   let failed = 0;
   const BATCH = 250;
   for (let i = 0; i < list.length; i += BATCH) {
-    const got = await Promise.all(list.slice(i, i + BATCH).map((s) => openOne(url, group, s.id, s.query, s.key)));
+    const got = await Promise.all(list.slice(i, i + BATCH).map((s) => openOne(url, group, s.id, s.query, s.key, transport)));
     for (const s of got) {
       if (s) subs.push(s);
       else failed++;
@@ -244,7 +373,7 @@ for await (const line of rl) {
   if (!line.trim()) continue;
   const cmd = JSON.parse(line);
   const group = (cmd.open ?? cmd.close ?? cmd.reset ?? cmd.report)?.group ?? "appwatch";
-  if (cmd.open) say({ opened: await open(cmd.open.url, group, cmd.open.subs) });
+  if (cmd.open) say({ opened: await open(cmd.open.url, group, cmd.open.subs, cmd.open.transport) });
   else if (cmd.close) {
     const keep = cmd.close.keep as number;
     const mine = inGroup(group);
@@ -267,6 +396,16 @@ for await (const line of rl) {
   else if (cmd.capture) say({ capturing: await startCapture(cmd.capture.url, cmd.capture.query) });
   else if (cmd.captured) say({ captured: await captured(cmd.captured.n) });
   else if (cmd.cpu) say({ cpu: cpuSeconds() });
+  else if (cmd.quiet) {
+    // B6: waits (≤ 30 s) until no frame has arrived for `ms` (a Connect snapshot is delivered).
+    const deadline = Date.now() + 30_000;
+    let last = -1;
+    while (frames !== last && Date.now() < deadline) {
+      last = frames;
+      await new Promise((r) => setTimeout(r, cmd.quiet.ms ?? 500));
+    }
+    say({ quiet: { frames } });
+  }
   else if (cmd.exit) break;
 }
 for (const s of subs) s.ws.terminate();

@@ -55,6 +55,7 @@ import { DEFAULT_SETTINGS } from "../src/service/config.ts";
 import { createLogger } from "../src/log.ts";
 import { writeB3 } from "./fanout-report.ts";
 import { startBare } from "./fanout-bare-driver.ts";
+import { type AppRef, subscribers as mix } from "./fanout-fixtures.ts";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const num = (name: string, d: number) => Number(process.env[name] ?? d);
@@ -65,6 +66,7 @@ const SECONDS = num("BENCH_SECONDS", 10);
 const STEPS = list("BENCH_STEPS", "500,1000,2000,4000,8000,12000,16000");
 const IDLE_STEPS = list("BENCH_IDLE_STEPS", "1000,4000,8000,16000");
 const ALL_SUBS = 4;
+const subscribers = (from: number, to: number, apps: AppRef[]) => mix(from, to, apps, ALL_SUBS);
 const P99_GOAL_MS = 100;
 const BARE = process.argv.includes("--bare") || process.env.BENCH_BARE === "1";
 
@@ -185,34 +187,6 @@ function child(script: string, env: Record<string, string> = {}): Child {
 }
 
 // ------------------------------------------------------------------ subscribers
-
-interface AppRef {
-  name: string;
-  project: string;
-  domain: string;
-  app: string;
-}
-
-/** Subscriber i: 4 all-apps first, then every 20th per project+domain, the rest per app (round-robin). */
-function subscribers(from: number, to: number, apps: AppRef[]): { id: number; query: string; key: string }[] {
-  const groups = [...new Set(apps.map((a) => `${a.project}/${a.domain}`))].sort();
-  const out: { id: number; query: string; key: string }[] = [];
-  for (let i = from; i < to; i++) {
-    if (i < ALL_SUBS) {
-      out.push({ id: i, query: "snapshot=false", key: "*" });
-      continue;
-    }
-    const j = i - ALL_SUBS;
-    if (j % 20 === 0) {
-      const [project, domain] = groups[(j / 20) % groups.length]!.split("/");
-      out.push({ id: i, query: `project=${project}&domain=${domain}&snapshot=false`, key: `${project}/${domain}` });
-    } else {
-      const a = apps[(j - Math.floor(j / 20) - 1) % apps.length]!;
-      out.push({ id: i, query: `project=${a.project}&domain=${a.domain}&app=${a.app}&snapshot=false`, key: `${a.project}/${a.domain}/${a.app}` });
-    }
-  }
-  return out;
-}
 
 function metricValue(text: string, name: string): number {
   let sum = 0;
