@@ -2,7 +2,7 @@
  * B3 fan-out: one appwatch process with thousands of WebSocket subscribers
  * while KService changes arrive at 1,000/s.
  *
- *   node --import tsx bench/fanout.ts        # the appwatch server on Node
+ *   node --import tsx --import ./bench/shipped.mjs bench/fanout.ts   # on Node, as it ships (dist/)
  *   npx deno run -A bench/fanout.ts          # … on Deno
  *   npx bun bench/fanout.ts                  # … on Bun
  *
@@ -78,7 +78,8 @@ const RESULT_FILE = process.env.BENCH_RESULT_FILE ?? join(ROOT, "bench", "result
 function runtimeVersion(): string {
   if (RUNTIME === "deno") return `Deno ${g.Deno.version.deno} (V8 ${g.Deno.version.v8})`;
   if (RUNTIME === "bun") return `Bun ${g.Bun.version} (JavaScriptCore)`;
-  return `Node ${process.versions.node} (V8 ${process.versions.v8})`;
+  const form = process.env.APPWATCH_SHIPPED_BUILT ? "appwatch from dist/, as it ships" : "appwatch through tsx (keepNames): not the shipped form, see bench/shipped.mjs";
+  return `Node ${process.versions.node} (V8 ${process.versions.v8}; ${form})`;
 }
 
 // ------------------------------------------------------------------ process stats
@@ -267,6 +268,14 @@ if (bare) {
   console.error(`  bare server: ${bare.version} at ${bare.url} (pid ${bare.pid}); start frame ${start}`);
 }
 const gcAvailable = await fullGc();
+// Diagnostic (Node): BENCH_HEAP_SNAPSHOT_DIR=dir writes a heap snapshot at 0 subscribers and after each idle step (diff them by constructor to see what a subscriber holds).
+const SNAPSHOT_DIR = process.env.BENCH_HEAP_SNAPSHOT_DIR;
+const snapshot = async (n: number) => {
+  if (!SNAPSHOT_DIR || RUNTIME !== "node") return;
+  const v8 = await import("node:v8");
+  console.error(`  heap snapshot: ${v8.writeHeapSnapshot(join(SNAPSHOT_DIR, `idle-${n}.heapsnapshot`))}`);
+};
+await snapshot(0);
 const rss0 = rssBytes();
 const mem0 = memBreakdown();
 const bareMem = async () => (await bare!.send({ mem: {} })).mem as Mem & { rss: number; gc: boolean; sockets: number };
@@ -299,6 +308,7 @@ for (const n of IDLE_STEPS) {
   const s: Idle = { subscribers: open, rssBytes: rss, perSubscriberBytes: (rss - rss0) / open, openMs: opened.ms, mem, memPerSubscriber: perSub(mem, mem0, open) };
   idle.push(s);
   console.error(idleLine("", s, rss0));
+  await snapshot(open);
   if (bare && bareMem0) {
     const o = (await load.send({ open: { url: bare.url, group: "bare", subs: subscribers(bareOpen, n, ready.apps) } })).opened as { n: number; ms: number; failed: number };
     bareOpen = o.n;

@@ -205,6 +205,27 @@ describe("appwatch API", () => {
     }
   });
 
+  test("a live event's frame reaches every subscriber whole: encoded once and shared (SSE bytes per frame, Node's bytes per broadcast), never consumed by the first", async () => {
+    const s = await startTestService();
+    const sses: SseClient[] = [];
+    const wss: WsClient[] = [];
+    try {
+      for (let i = 0; i < 3; i++) sses.push(await SseClient.connect(`${s.url}/v1/watch`));
+      for (let i = 0; i < 3; i++) wss.push(await WsClient.connect(`${s.wsUrl}/v1/watch`));
+      for (const c of [...sses, ...wss]) await c.synced();
+      for (let i = 0; i < 5; i++) s.sb.create("services", ksvc("shared", "dev", `app-${i}`));
+      for (const c of [...sses, ...wss]) await c.events(11);
+      const live = (frames: Json[]) => appEvents(frames).slice(6).map((f) => JSON.stringify(f));
+      const first = live(sses[0]!.frames);
+      assert.equal(first.length, 5);
+      assert.deepEqual(first.map((f) => JSON.parse(f).createEvent.app.metadata.id.name), ["app-0", "app-1", "app-2", "app-3", "app-4"]);
+      for (const c of [...sses, ...wss]) assert.deepEqual(live(c.frames), first);
+    } finally {
+      for (const c of [...sses, ...wss]) c.close();
+      await s.stop();
+    }
+  });
+
   test("the same App JSON over WebSocket, SSE, GET /v1/apps and GET one app", async () => {
     const s = await startTestService();
     let ws: WsClient | undefined;

@@ -12,7 +12,7 @@ import type { Logger } from "../log.ts";
 import { unrefTimer } from "../runtime.ts";
 import { type Clock, realClock } from "../watch/clock.ts";
 import type { ServerAdapter, SocketSink } from "./adapters/types.ts";
-import { frameOf, pongFrame } from "./frames.ts";
+import { type Frame, frameOf, pongFrame } from "./frames.ts";
 import { errorResponse } from "./errors.ts";
 import type { ServiceMetrics } from "./metrics.ts";
 import { ClientMessageSchema, issuesOf } from "./schemas.ts";
@@ -228,10 +228,8 @@ export function sseStream(t: Omit<TransportContext, "runtime">, request: StreamR
     heartbeats: true,
     send(item) {
       if (ended) return "closed";
-      const frame = frameOf(item);
-      const id = frame.token !== undefined ? `id: ${frame.token}\n` : "";
       try {
-        controller.enqueue(encoder.encode(`event: ${frame.kind}\n${id}data: ${frame.json}\n\n`));
+        controller.enqueue(sseBytes(frameOf(item)));
         return "ok";
       } catch {
         return "closed";
@@ -279,4 +277,18 @@ function wsSink(socket: SocketSink, highWaterMark: number): StreamSink & { send(
     full: () => socket.bufferedAmount() > highWaterMark,
     drained: (signal) => socket.drained(highWaterMark, signal),
   };
+}
+
+/** SSE bytes per frame: an event frame is shared by all its subscribers, so it is encoded once, not per stream. */
+const sseEncoded = new WeakMap<Frame, Uint8Array>();
+const sseEncoder = new TextEncoder();
+
+function sseBytes(frame: Frame): Uint8Array {
+  let bytes = sseEncoded.get(frame);
+  if (bytes === undefined) {
+    const id = frame.token !== undefined ? `id: ${frame.token}\n` : "";
+    bytes = sseEncoder.encode(`event: ${frame.kind}\n${id}data: ${frame.json}\n\n`);
+    sseEncoded.set(frame, bytes);
+  }
+  return bytes;
 }

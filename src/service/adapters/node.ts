@@ -64,11 +64,12 @@ const upgradeWebSocket = ((createEvents: (c: unknown) => Events | Promise<Events
 /** The Node adapter. */
 export function createAdapter({ maxPayloadBytes }: Required<AdapterOptions>): ServerAdapter {
   const tickers = new Map<number, Ticker>(); // one per ping period, this adapter's own
+  const encode = lastEncoded();
   return {
     runtime: "node",
     upgradeWebSocket,
     clientAddress: (c) => getConnInfo(c).remote.address,
-    socket: (ws) => nodeSocket(ws.raw as WsSocket),
+    socket: (ws) => nodeSocket(ws.raw as WsSocket, encode),
     keepAlive(ws, everyMs) {
       let ticker = tickers.get(everyMs);
       if (!ticker) tickers.set(everyMs, (ticker = new Ticker(everyMs)));
@@ -154,7 +155,7 @@ interface WsSocket {
   readonly bufferedAmount: number;
   /** The TCP socket (`ws` keeps it here; undefined once closed). */
   readonly _socket?: Duplex;
-  send(data: string): void;
+  send(data: string | Buffer, options?: { binary?: boolean }): void;
   ping(): void;
   terminate(): void;
   on(event: "pong" | "close", fn: () => void): void;
@@ -162,12 +163,31 @@ interface WsSocket {
   off(event: "close", fn: () => void): void;
 }
 
-function nodeSocket(raw: WsSocket): SocketSink {
+/**
+ * UTF-8 bytes of the last text sent, shared by every socket of one adapter. The hub hands the same
+ * frame string to each subscriber in turn; given a string, `ws` measures and encodes it again for
+ * every socket (`Buffer.byteLength`, then the socket write), given a Buffer it frames it as it is.
+ * One slot suffices: a broadcast sends one frame to all its sockets before the next.
+ */
+export function lastEncoded(): (text: string) => Buffer {
+  let text: string | undefined;
+  let bytes = Buffer.alloc(0);
+  return (t) => {
+    if (t !== text) {
+      bytes = Buffer.from(t, "utf8");
+      text = t;
+    }
+    return bytes;
+  };
+}
+
+function nodeSocket(raw: WsSocket, encode: (text: string) => Buffer): SocketSink {
   const open = () => raw.readyState === 1;
   return {
     send(text) {
       if (!open()) return "closed";
-      raw.send(text);
+      // A text frame from shared bytes (`binary: false`); `ws` never mutates what it is given unmasked.
+      raw.send(encode(text), { binary: false });
       return "ok";
     },
     bufferedAmount: () => raw.bufferedAmount,
