@@ -122,7 +122,9 @@ function command(runtime: "node" | "deno" | "bun", script: string, args: string[
   const prof = PROF_DIR && script.startsWith("bench/latency-") ? ["--cpu-prof", `--cpu-prof-dir=${PROF_DIR}`] : [];
   if (runtime === "deno") return [join(ROOT, "node_modules", ".bin", "deno"), ["run", "-A", ...prof, script, ...args]];
   if (runtime === "bun") return [join(ROOT, "node_modules", ".bin", "bun"), [script, ...args]];
-  return [process.execPath, [...prof, "--import", "tsx", script, ...args]];
+  // appwatch on Node as it ships (dist/, see bench/shipped.mjs), not through tsx's keepNames.
+  const shipped = script === "bench/latency-appwatch.ts" ? ["--import", "./bench/shipped.mjs"] : [];
+  return [process.execPath, [...prof, "--import", "tsx", ...shipped, script, ...args]];
 }
 
 function child(runtime: "node" | "deno" | "bun", script: string, args: string[] = [], env: Record<string, string> = {}): Child {

@@ -120,7 +120,8 @@ export function activeResources(): Record<string, number> | undefined {
 export function selfCommand(script: string): { cmd: string; args: string[] } {
   if (g.Deno) return { cmd: g.Deno.execPath(), args: ["run", "-A", "--v8-flags=--expose-gc", script] };
   if (g.Bun) return { cmd: process.execPath, args: [script] };
-  return { cmd: process.execPath, args: ["--import", "tsx", "--expose-gc", script] };
+  // On Node, appwatch as it ships (dist/, see bench/shipped.mjs), not through tsx's keepNames.
+  return { cmd: process.execPath, args: ["--import", "tsx", "--import", "./bench/shipped.mjs", "--expose-gc", script] };
 }
 
 function nodeBinary(): string {
