@@ -12,7 +12,9 @@
  * - (b) JS pruner: line bytes → `JsonPruner.pruneToString` → `JSON.parse`;
  * - (c) WASM pruner: line bytes → copied into WASM memory → `WasmJsonPruner.pruneToString`
  *   (the same walk, containers skipped by `bench/wasm-scan/assembly/scan.ts`) → `JSON.parse`;
- * - (b2)/(c2): the same two pruners inside the product's decoder: 64 KiB chunks in memory →
+ * - (e) the whole walk in WASM (`WasmWalkPruner`): line bytes → copied in → pruned and the kept
+ *   bytes copied out in WASM → decoded from WASM memory → `JSON.parse`;
+ * - (b2)/(c2)/(e2): the same pruners inside the product's decoder: 64 KiB chunks in memory →
  *   `ndjsonValues({ prune })` (B1's (6));
  * - (d) the scanners alone: the prune walk without decode/parse (JS vs WASM), and the bare
  *   WASM `skip` of the removed subtrees (copy into WASM memory included), in GB/s;
@@ -41,7 +43,7 @@ import { JsonPruner, type PrunePaths } from "../src/watch/prune.ts";
 import { chunkBytes, encodeNdjson, generateEvents, NameChecksum } from "./data.ts";
 import { REPO_ROOT } from "./server-process.ts";
 import { differentialCheck } from "./wasm-scan/check.ts";
-import { WasmJsonPruner } from "./wasm-scan/pruner.ts";
+import { WasmJsonPruner, WasmWalkPruner } from "./wasm-scan/pruner.ts";
 import { ScanWasm } from "./wasm-scan/wasm.ts";
 
 interface DenoGlobal { version: { deno: string; v8: string } }
@@ -124,6 +126,7 @@ async function measure(): Promise<WasmScanResult> {
   const chunks = chunkBytes(encodeNdjson(lines));
   const js = new JsonPruner(PRUNE);
   const wasm = new WasmJsonPruner(PRUNE, scan);
+  const walk = new WasmWalkPruner(PRUNE, scan);
   const kept = bytes.map((b) => js.prune(b));
   const keptBytes = kept.reduce((a, b) => a + b.length, 0);
   // Where the removed subtrees start (after `"managedFields":` / `"spec":` of the event's object), for the bare skip.
@@ -160,11 +163,14 @@ async function measure(): Promise<WasmScanResult> {
   const contenders: { id: string; label: string; bytes: number; run: () => Promise<void> | void }[] = [
     { id: "a", label: "(a) ceiling: `JSON.parse` of pre-split string lines", bytes: lineBytes, run: () => { const s = new NameChecksum(); for (const l of lines) s.add((JSON.parse(l) as Line).object.metadata.name); verifySum("a", s); } },
     { id: "b", label: "(b) JS pruner: line bytes → `JsonPruner.pruneToString` → `JSON.parse`", bytes: lineBytes, run: () => { const s = new NameChecksum(); for (const b of bytes) s.add((JSON.parse(js.pruneToString(b, td)) as Line).object.metadata.name); verifySum("b", s); } },
-    { id: "c", label: "(c) WASM pruner: line bytes → copy into WASM memory → `WasmJsonPruner.pruneToString` → `JSON.parse`", bytes: lineBytes, run: () => { const s = new NameChecksum(); for (const b of bytes) s.add((JSON.parse(wasm.pruneToString(b, td)) as Line).object.metadata.name); verifySum("c", s); } },
+    { id: "c", label: "(c) WASM skip, JS walk: line bytes → copy into WASM memory → `WasmJsonPruner.pruneToString` → `JSON.parse`", bytes: lineBytes, run: () => { const s = new NameChecksum(); for (const b of bytes) s.add((JSON.parse(wasm.pruneToString(b, td)) as Line).object.metadata.name); verifySum("c", s); } },
+    { id: "e", label: "(e) whole walk in WASM: line bytes → copy in → `WasmWalkPruner.pruneToString` (decoded from WASM memory) → `JSON.parse`", bytes: lineBytes, run: () => { const s = new NameChecksum(); for (const b of bytes) s.add((JSON.parse(walk.pruneToString(b, td)) as Line).object.metadata.name); verifySum("e", s); } },
     { id: "b2", label: "(b2) JS pruner in the decoder: 64 KiB chunks → `ndjsonValues({prune: JsonPruner})` (B1's (6))", bytes: lineBytes, run: async () => { const s = new NameChecksum(); for await (const v of ndjsonValues(memoryStream(chunks), { prune: js })) s.add((v as Line).object.metadata.name); verifySum("b2", s); } },
-    { id: "c2", label: "(c2) WASM pruner in the decoder: 64 KiB chunks → `ndjsonValues({prune: WasmJsonPruner})`", bytes: lineBytes, run: async () => { const s = new NameChecksum(); for await (const v of ndjsonValues(memoryStream(chunks), { prune: wasm })) s.add((v as Line).object.metadata.name); verifySum("c2", s); } },
+    { id: "c2", label: "(c2) WASM skip, JS walk, in the decoder: 64 KiB chunks → `ndjsonValues({prune: WasmJsonPruner})`", bytes: lineBytes, run: async () => { const s = new NameChecksum(); for await (const v of ndjsonValues(memoryStream(chunks), { prune: wasm })) s.add((v as Line).object.metadata.name); verifySum("c2", s); } },
+    { id: "e2", label: "(e2) whole walk in WASM in the decoder: 64 KiB chunks → `ndjsonValues({prune: WasmWalkPruner})`", bytes: lineBytes, run: async () => { const s = new NameChecksum(); for await (const v of ndjsonValues(memoryStream(chunks), { prune: walk })) s.add((v as Line).object.metadata.name); verifySum("e2", s); } },
     { id: "dj", label: "(d) JS scanner alone: `JsonPruner.prune` walk + kept copy, no decode/parse", bytes: lineBytes, run: () => { let n = 0; for (const b of bytes) n += js.prune(b).length; verifyKept("dj", n); } },
-    { id: "dw", label: "(d) WASM scanner alone: `WasmJsonPruner.prune` (copy in + walk + kept copy), no decode/parse", bytes: lineBytes, run: () => { let n = 0; for (const b of bytes) n += wasm.prune(b).length; verifyKept("dw", n); } },
+    { id: "dw", label: "(d) WASM skip + JS walk alone: `WasmJsonPruner.prune` (copy in + walk + kept copy), no decode/parse", bytes: lineBytes, run: () => { let n = 0; for (const b of bytes) n += wasm.prune(b).length; verifyKept("dw", n); } },
+    { id: "de", label: "(d) whole WASM walk alone: `WasmWalkPruner.prune` (copy in + walk + kept copy + slice out), no decode/parse", bytes: lineBytes, run: () => { let n = 0; for (const b of bytes) n += walk.prune(b).length; verifyKept("de", n); } },
     { id: "ds", label: "(d) bare WASM `skip` of the two removed subtrees per line (copy into WASM memory included)", bytes: skippedBytes, run: () => { let n = 0; for (let i = 0; i < bytes.length; i++) { scan.load(bytes[i]!); for (const s of starts[i]!) n += scan.skip(s) - s; } if (n !== skippedBytes) throw new Error("ds: skipped bytes differ"); } },
     { id: "f", label: "(f) floor: decode + `JSON.parse` of the already-pruned bytes (a free scan)", bytes: lineBytes, run: () => { const s = new NameChecksum(); for (const b of kept) s.add((JSON.parse(td.decode(b)) as Line).object.metadata.name); verifySum("f", s); } },
   ];
@@ -229,9 +235,10 @@ export function renderReport(results: Partial<Record<RuntimeName, WasmScanResult
   s.push(`| scan rate (GB/s) | ${rts.map((r) => TITLE[r]).join(" | ")} |`);
   s.push(`|---|${rts.map(() => "---:").join("|")}|`);
   s.push(`| JS walk (\`JsonPruner.prune\`), over the line bytes | ${rts.map((r) => gbs(results[r]!, "dj").toFixed(2)).join(" | ")} |`);
-  s.push(`| WASM walk (\`WasmJsonPruner.prune\`, copy into WASM memory included), over the line bytes | ${rts.map((r) => gbs(results[r]!, "dw").toFixed(2)).join(" | ")} |`);
+  s.push(`| WASM skip + JS walk (\`WasmJsonPruner.prune\`, copy into WASM memory included), over the line bytes | ${rts.map((r) => gbs(results[r]!, "dw").toFixed(2)).join(" | ")} |`);
+  s.push(`| whole walk in WASM (\`WasmWalkPruner.prune\`, copies in and out included), over the line bytes | ${rts.map((r) => gbs(results[r]!, "de").toFixed(2)).join(" | ")} |`);
   s.push(`| bare WASM \`skip\` of managedFields + spec, over the skipped bytes (${(first.skippedBytes / 1e6).toFixed(1)} MB, ASCII lines) | ${rts.map((r) => gbs(results[r]!, "ds").toFixed(2)).join(" | ")} |`);
-  s.push(`| WASM walk ÷ JS walk (speed-up) | ${rts.map((r) => (ms(results[r]!, "dj") / ms(results[r]!, "dw")).toFixed(2) + "×").join(" | ")} |`);
+  s.push(`| speed-up over the JS walk: WASM skip + JS walk / whole walk in WASM | ${rts.map((r) => (ms(results[r]!, "dj") / ms(results[r]!, "dw")).toFixed(2) + "× / " + (ms(results[r]!, "dj") / ms(results[r]!, "de")).toFixed(2) + "×").join(" | ")} |`);
   s.push("");
   s.push("Machine noise and runs:");
   s.push("");

@@ -1,5 +1,6 @@
 /**
- * Differential check: the WASM pruner ({@link WasmJsonPruner}) must return
+ * Differential check: both WASM pruners ({@link WasmJsonPruner}: JS walk +
+ * WASM skip; {@link WasmWalkPruner}: the whole walk in WASM) must return
  * byte for byte what `src/watch/prune.ts`'s `JsonPruner` returns — on the
  * B1 bench lines (and list pages made of them), and on tricky inputs:
  * escapes and `\"` at every offset around the 16- and 64-byte block
@@ -14,7 +15,7 @@
 import process from "node:process";
 import { JsonPruner, listPathsOf, type PrunePaths } from "../../src/watch/prune.ts";
 import { generateEvents } from "../data.ts";
-import { WasmJsonPruner } from "./pruner.ts";
+import { WasmJsonPruner, WasmWalkPruner } from "./pruner.ts";
 import { ScanWasm } from "./wasm.ts";
 
 const WATCH: PrunePaths = [["object", "metadata", "managedFields"], ["object", "spec"]];
@@ -63,6 +64,12 @@ function trickyDocs(sample: string): string[] {
     docs.push(`{"object":{"spec":{"a":"${pads(k)}\\`);
     docs.push(`{"object":{"spec":{"a":[${"[".repeat(k * 4)}${"]".repeat(k * 4)}]}}}`);
   }
+  // escaped shallow keys (JsonPruner decodes them; the WASM walk hands them back to JavaScript)
+  docs.push(`{"object":{"sp\\u0065c":{"a":1},"x":1}}`, `{"obj\\u0065ct":{"spec":1}}`, `{"object":{"a\\"b":1,"spec":[2]}}`);
+  docs.push(`{"object":{"sp\\x":1,"spec":{}}}`, `{"object":{"metadata":{"manag\\u0065dFields":[1]},"spec":0}}`, `{"object":{"\\/spec":1}}`);
+  // root arrays, duplicates, empty containers, whitespace everywhere
+  docs.push(`[{"spec":1},{"spec":[2,3]},{"x":{"spec":4}}]`, `[]`, `[ ]`, ` {"object" : { "spec" : { } , "spec" : [ ] } } `, `{"object":{"spec":1,"spec":2}}`);
+  docs.push(`{"items":[{"spec":1},2,"x",[3],{"metadata":{"managedFields":[]}}]}`, `{"items":[,]}`, `{"items":[1,]}`, `{"items":{"spec":1}}`);
   docs.push(`{"object":{"spec":${"[".repeat(511)}${"]".repeat(511)}}}`);
   docs.push(`{"object":{"spec":${"[".repeat(512)}${"]".repeat(512)}}}`);
   docs.push(`{"object":{"spec":${"[".repeat(513)}${"]".repeat(513)}}}`);
@@ -117,17 +124,23 @@ export interface CheckResult {
 export function differentialCheck(scan: ScanWasm, benchLines?: readonly string[]): CheckResult {
   const t0 = performance.now();
   const lines = benchLines ?? generateEvents(2000).lines;
-  const sets: PrunePaths[] = [WATCH, [["object", "spec"]], [["object", "metadata"]], [["object", "status"], ["object", "spec", "a"]], [["nope"]]];
-  const pairs = sets.map((p) => [new JsonPruner(p), new WasmJsonPruner(p, scan)] as const);
+  const sets: PrunePaths[] = [WATCH, [["object", "spec"]], [["object", "metadata"]], [["object", "status"], ["object", "spec", "a"]], [["nope"]], [["*", "spec"]], [["items", "*"]], listPathsOf(WATCH)];
+  type Pair = readonly [JsonPruner, readonly WasmJsonPruner[]];
+  const pairs: Pair[] = sets.map((p) => [new JsonPruner(p), [new WasmJsonPruner(p, scan), new WasmWalkPruner(p, scan)]]);
   const mismatches: string[] = [];
   let cases = 0;
-  const compare = (what: string, bytes: Uint8Array, ps: readonly (readonly [JsonPruner, WasmJsonPruner])[] = pairs) => {
-    for (const [js, wasm] of ps) {
-      cases++;
+  const td = new TextDecoder();
+  const compare = (what: string, bytes: Uint8Array, ps: readonly Pair[] = pairs) => {
+    for (const [js, others] of ps) {
       const a = js.prune(bytes);
-      const b = wasm.prune(bytes);
-      if (!same(a, b) && mismatches.length < 10) {
-        mismatches.push(`${what} (paths ${JSON.stringify(js.paths)}): JsonPruner kept ${a.length} bytes, WASM ${b.length}; input ${JSON.stringify(new TextDecoder().decode(bytes.subarray(0, 300)))}`);
+      for (const wasm of others) {
+        cases++;
+        const b = wasm.prune(bytes);
+        let ok = same(a, b);
+        if (ok && cases % 3 === 0) ok = wasm.pruneToString(bytes, td) === td.decode(a);
+        if (!ok && mismatches.length < 10) {
+          mismatches.push(`${what} (${wasm.constructor.name}, paths ${JSON.stringify(js.paths)}): JsonPruner kept ${a.length} bytes, WASM ${b.length}; input ${JSON.stringify(td.decode(bytes.subarray(0, 300)))}`);
+        }
       }
     }
   };
@@ -135,7 +148,7 @@ export function differentialCheck(scan: ScanWasm, benchLines?: readonly string[]
   const watchPair = [pairs[0]!];
   for (let i = 0; i < lines.length; i++) compare(`bench line ${i}`, enc.encode(lines[i]!), watchPair);
   const list = listPathsOf(WATCH);
-  const listPair = [[new JsonPruner(list), new WasmJsonPruner(list, scan)] as const];
+  const listPair: Pair[] = [[new JsonPruner(list), [new WasmJsonPruner(list, scan), new WasmWalkPruner(list, scan)]]];
   for (let p = 0; p < Math.min(lines.length, 2000); p += 250) {
     const items = lines.slice(p, p + 250).map((l) => JSON.stringify((JSON.parse(l) as { object: unknown }).object));
     compare(`list page ${p}`, enc.encode(`{"kind":"ServiceList","metadata":{"resourceVersion":"1"},"items":[${items.join(",")}]}`), listPair);

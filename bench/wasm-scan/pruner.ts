@@ -8,7 +8,7 @@
  * @module
  */
 import { EACH, JsonPruner, type PrunePaths } from "../../src/watch/prune.ts";
-import type { ScanWasm } from "./wasm.ts";
+import { type ScanWasm, WASM_FALLBACK } from "./wasm.ts";
 
 const QUOTE = 34; // "
 const BACKSLASH = 92; // \
@@ -123,6 +123,11 @@ export class WasmJsonPruner extends JsonPruner {
   #ranges: number[] = [];
   #scratch: Uint8Array = new Uint8Array(16 * 1024);
   #keyDecoder = new TextDecoder();
+
+  /** The compiled paths and removal counts, for {@link WasmWalkPruner}. */
+  protected plan(): { root: Level; leaves: number; found: number } {
+    return { root: this.#root, leaves: this.#leaves, found: this.#found.length };
+  }
 
   constructor(paths: PrunePaths, wasm: ScanWasm) {
     super(paths);
@@ -451,3 +456,61 @@ function ws(b: Uint8Array, i: number): number {
   return i;
 }
 
+
+/** Writes the compiled paths into the module's paths area; returns the root level's address. */
+function writeLevel(level: Level, wasm: ScanWasm): number {
+  const words = 3 + 5 * level.keys.length;
+  const at = wasm.alloc(words * 4);
+  const w: number[] = [level.keys.length, level.each === undefined ? 0 : level.each === null ? 1 : 2, 0];
+  if (level.each) w[2] = writeLevel(level.each, wasm);
+  for (let k = 0; k < level.keys.length; k++) {
+    const key = level.keys[k]!;
+    const keyAt = wasm.alloc(key.length);
+    wasm.bytes().set(key, keyAt);
+    const next = level.next[k];
+    w.push(keyAt, key.length, next === null || next === undefined ? 0 : 1, next ? writeLevel(next, wasm) : 0, level.leaf[k]!);
+  }
+  new Int32Array(wasm.bytes().buffer, at, words).set(w);
+  return at;
+}
+
+/**
+ * The whole walk in WebAssembly (`prune` in `assembly/scan.ts`, an exact port of the
+ * JsonPruner walk): JavaScript only copies the line in and decodes the kept bytes straight out
+ * of the module's memory. A shallow key with an escape that does not match byte for byte (which
+ * JsonPruner decodes with JSON.parse) makes it run {@link WasmJsonPruner}'s walk instead.
+ * `pruneInPlace` is {@link WasmJsonPruner}'s.
+ */
+export class WasmWalkPruner extends WasmJsonPruner {
+  readonly #wasm: ScanWasm;
+  readonly #root: number;
+  readonly #leaves: number;
+  readonly #found: number;
+  readonly #nFound: number;
+
+  constructor(paths: PrunePaths, wasm: ScanWasm) {
+    super(paths, wasm);
+    this.#wasm = wasm;
+    const plan = this.plan();
+    this.#root = writeLevel(plan.root, wasm);
+    this.#leaves = plan.leaves;
+    this.#nFound = plan.found;
+    this.#found = wasm.alloc(Math.max(1, plan.found));
+  }
+
+  override prune(line: Uint8Array): Uint8Array {
+    const kept = this.#wasm.prune(this.#root, this.#leaves, this.#found, this.#nFound, line);
+    if (kept === WASM_FALLBACK) return super.prune(line);
+    if (kept === line.length) return line;
+    const out = this.#wasm.out;
+    return this.#wasm.bytes().slice(out, out + kept);
+  }
+
+  override pruneToString(line: Uint8Array, decoder: TextDecoder): string {
+    const kept = this.#wasm.prune(this.#root, this.#leaves, this.#found, this.#nFound, line);
+    if (kept === WASM_FALLBACK) return super.pruneToString(line, decoder);
+    if (kept === line.length) return decoder.decode(line);
+    const out = this.#wasm.out;
+    return decoder.decode(this.#wasm.bytes().subarray(out, out + kept));
+  }
+}

@@ -218,3 +218,201 @@ export function skip(start: usize, n: usize): isize {
   }
   return MALFORMED; // not reached
 }
+
+// ---------------------------------------------------------------- the whole walk in WASM
+//
+// An exact port of JsonPruner's walk (`#walk`, `#object`, `#array`, `#value`, `#match`,
+// `#skipValue`, `#remove`, `#removed` in src/watch/prune.ts) over compiled paths that JavaScript
+// writes into memory (see `wasm.ts`: level records of i32 words: keys, nextKind, nextPtr, leaf,
+// eachKind, eachPtr). The one case it does not handle is a key with a backslash that does not
+// match byte for byte (JsonPruner decodes it with JSON.parse): the walk returns FALLBACK and the
+// caller runs the JavaScript walk instead. Kept bytes are copied to `out`.
+
+const DONE: isize = -2;
+const FALLBACK: isize = -3;
+
+let gEnd: usize = 0; // end of the line
+let gRanges: usize = 0; // removed ranges (i32 start, end) relative to nothing: absolute addresses
+let gNr: i32 = 0; // i32 words used in gRanges
+let gFound: usize = 0;
+let gRemaining: i32 = 0;
+
+@inline
+function at(i: usize): i32 {
+  return i < gEnd ? <i32>load<u8>(i) : -1;
+}
+
+function wsAt(i: usize): usize {
+  while (i < gEnd) {
+    const x = load<u8>(i);
+    if (x != 0x20 && x != 0x0a && x != 0x0d && x != 0x09) return i;
+    i++;
+  }
+  return i;
+}
+
+function removeRange(start: usize, end: usize): void {
+  while (gNr > 0 && <usize>load<u32>(gRanges + (<usize>(gNr - 2) << 2)) >= start) gNr -= 2;
+  store<u32>(gRanges + (<usize>gNr << 2), <u32>start);
+  store<u32>(gRanges + (<usize>(gNr + 1) << 2), <u32>end);
+  gNr += 2;
+}
+
+function removedLeaf(leaf: i32): bool {
+  if (leaf >= 0 && load<u8>(gFound + <usize>leaf) == 0) {
+    store<u8>(gFound + <usize>leaf, 1);
+    gRemaining--;
+  }
+  return gRemaining == 0;
+}
+
+// level record: [0] nkeys, [1] eachKind (0 none, 1 remove every element, 2 walk each), [2] eachPtr,
+// then per key 5 words: keyPtr, keyLen, nextKind (0 remove, 1 walk), nextPtr, leaf.
+@inline function lw(level: usize, k: usize): i32 { return load<i32>(level + (k << 2)); }
+
+/** Index of the key [start, end) (quotes included) in `level`, -1, or FALLBACK (an escaped key). */
+function matchKey(start: usize, end: usize, level: usize): i32 {
+  const len = <i32>(end - start) - 2;
+  const nk = lw(level, 0);
+  for (let k = 0; k < nk; k++) {
+    const base = 3 + <usize>k * 5;
+    if (lw(level, base + 1) != len) continue;
+    const key = <usize>lw(level, base);
+    let j = 0;
+    while (j < len && load<u8>(start + 1 + <usize>j) == load<u8>(key + <usize>j)) j++;
+    if (j == len) return k;
+  }
+  for (let j = start + 1; j < end - 1; j++) if (load<u8>(j) == 0x5c) return <i32>FALLBACK;
+  return -1;
+}
+
+function skipValueAt(i: usize): isize {
+  const c = at(i);
+  if (c == 0x22) return stringFrom(i + 1, gEnd);
+  if (c == 0x7b || c == 0x5b) return skip(i, gEnd);
+  let j = i;
+  while (j < gEnd) {
+    const x = load<u8>(j);
+    if (x == 0x2c || x == 0x7d || x == 0x5d || x == 0x20 || x == 0x0a || x == 0x0d || x == 0x09) break;
+    if (load<u8>(CLASS + <usize>x) != 0 || x == 0x3a) return MALFORMED;
+    j++;
+  }
+  return j == i ? MALFORMED : <isize>j;
+}
+
+function valueAt(i: usize, level: usize): isize {
+  const c = at(i);
+  if (c == 0x7b && lw(level, 0) > 0) return objectAt(i, level);
+  if (c == 0x5b && lw(level, 1) != 0) return arrayAt(i, level);
+  return skipValueAt(i);
+}
+
+function objectAt(i0: usize, level: usize): isize {
+  let i = wsAt(i0 + 1);
+  if (at(i) == 0x7d) return <isize>(i + 1);
+  let lastKeptComma: isize = -1;
+  for (;;) {
+    if (at(i) != 0x22) return MALFORMED;
+    const keyStart = i;
+    const ke = stringFrom(i + 1, gEnd);
+    if (ke < 0) return MALFORMED;
+    const keyEnd = <usize>ke;
+    const match = matchKey(keyStart, keyEnd, level);
+    if (match == <i32>FALLBACK) return FALLBACK;
+    i = wsAt(keyEnd);
+    if (at(i) != 0x3a) return MALFORMED;
+    i = wsAt(i + 1);
+    // next: -1 none (skip), 0 remove (skip), 1 walk
+    const base = 3 + <usize>match * 5;
+    const nextKind = match < 0 ? -1 : lw(level, base + 2);
+    const valueEnd = nextKind == 1 ? valueAt(i, <usize>lw(level, base + 3)) : skipValueAt(i);
+    if (valueEnd < 0) return valueEnd;
+    const remove = nextKind == 0;
+    i = wsAt(<usize>valueEnd);
+    const c = at(i);
+    if (c == 0x2c) {
+      const comma = i;
+      i = wsAt(i + 1);
+      if (at(i) != 0x22) return MALFORMED;
+      if (!remove) {
+        lastKeptComma = <isize>comma;
+        continue;
+      }
+      removeRange(keyStart, comma + 1);
+      if (removedLeaf(lw(level, base + 4))) return DONE;
+      continue;
+    }
+    if (c == 0x7d) {
+      if (!remove) return <isize>(i + 1);
+      removeRange(lastKeptComma >= 0 ? <usize>lastKeptComma : keyStart, <usize>valueEnd);
+      return removedLeaf(lw(level, base + 4)) ? DONE : <isize>(i + 1);
+    }
+    return MALFORMED;
+  }
+  return MALFORMED; // not reached
+}
+
+function arrayAt(i0: usize, level: usize): isize {
+  let i = wsAt(i0 + 1);
+  if (at(i) == 0x5d) return <isize>(i + 1);
+  const eachKind = lw(level, 1);
+  const each = <usize>lw(level, 2);
+  for (;;) {
+    const start = i;
+    const valueEnd = eachKind == 1 ? skipValueAt(i) : valueAt(i, each);
+    if (valueEnd < 0) return valueEnd;
+    i = wsAt(<usize>valueEnd);
+    const c = at(i);
+    if (c == 0x2c) {
+      const comma = i;
+      i = wsAt(i + 1);
+      if (at(i) == 0x5d) return MALFORMED;
+      if (eachKind == 1) removeRange(start, comma + 1);
+      continue;
+    }
+    if (c == 0x5d) {
+      if (eachKind == 1) removeRange(start, <usize>valueEnd);
+      return <isize>(i + 1);
+    }
+    return MALFORMED;
+  }
+  return MALFORMED; // not reached
+}
+
+/**
+ * Prunes the line [start, start + n) along the level at `root` (`leaves`: removals to find
+ * before stopping, `found`: one byte per once-per-document leaf); writes the kept bytes to
+ * `out` and returns their count (n: nothing removed or malformed, nothing written), or -3
+ * (FALLBACK: run the JavaScript walk). `ranges` needs room for 2 words per removed range.
+ */
+export function prune(root: usize, leaves: i32, found: usize, nFound: i32, start: usize, n: i32, out: usize, ranges: usize): i32 {
+  gEnd = start + <usize>n;
+  gRanges = ranges;
+  gNr = 0;
+  let i = wsAt(start);
+  if (i >= gEnd) return n;
+  const first = load<u8>(i);
+  if (first != 0x7b && !(first == 0x5b && lw(root, 1) != 0)) return n;
+  memory.fill(found, 0, <usize>nFound);
+  gFound = found;
+  gRemaining = leaves;
+  const end = first == 0x7b ? objectAt(i, root) : arrayAt(i, root);
+  if (end == FALLBACK) return <i32>FALLBACK;
+  if (end == MALFORMED || (end != DONE && wsAt(<usize>end) != gEnd) || gNr == 0) return n;
+  // copy the kept bytes
+  let from = start;
+  let o = out;
+  for (let k = 0; k < gNr; k += 2) {
+    const s = <usize>load<u32>(ranges + (<usize>k << 2));
+    if (s > from) {
+      memory.copy(o, from, s - from);
+      o += s - from;
+    }
+    from = <usize>load<u32>(ranges + (<usize>(k + 1) << 2));
+  }
+  if (from < gEnd) {
+    memory.copy(o, from, gEnd - from);
+    o += gEnd - from;
+  }
+  return <i32>(o - out);
+}
