@@ -14,7 +14,7 @@
  * Options (flags or env): `--events N` / BENCH_EVENTS (default 20,000 ≈ 100 MB),
  * `--runs N` / BENCH_RUNS (default 5), `--runtimes node,deno,bun` / BENCH_RUNTIMES,
  * `--no-write` (do not touch BENCHMARKS.md). After the B1 (decoding) section it
- * appends `bench/results/B2.md` … `B5.md`, `B6.md` (latency, `bench/latency.ts`), `B7.md` (memory per app, `bench/memory-report.ts`) and `B8.md` (cold start, `bench/cold-start.mjs`) as they are (written by the other benchmarks), if present.
+ * appends `bench/results/B1-wasm.md` (the WASM scanner go/no-go, `bench/wasm-scan.bench.ts`), `B2.md` … `B5.md`, `B6.md` (latency, `bench/latency.ts`), `B7.md` (memory per app, `bench/memory-report.ts`) and `B8.md` (cold start, `bench/cold-start.mjs`) as they are (written by the other benchmarks), if present.
  * `--rerender` rebuilds BENCHMARKS.md from the last run's saved results
  * (`bench/results/{node,deno,bun,b1-run}.json`) without measuring: to pick up
  * new B2–B5 files or edited notes.
@@ -431,7 +431,7 @@ function renderMarkdown(
   s.push("");
   s.push(keptNotes()); // B1's hand-written notes, right after its tables
   s.push("");
-  for (const part of ["B2", "B3", "B4", "B5", "B6", "B7", "B8"]) {
+  for (const part of ["B1-wasm", "B2", "B3", "B4", "B5", "B6", "B7", "B8"]) {
     const file = join(RESULTS, `${part}.md`);
     if (!existsSync(file)) continue;
     s.push(`<!-- from bench/results/${part}.md (rewritten on every run) -->`);
