@@ -246,6 +246,9 @@ export async function undiciRequestFetch(dispatcher: UndiciDispatcher, input: st
     else responseHeaders.append(key, value);
   }
   const source = data.body;
+  // Destroying it (cancel, no-body statuses) emits an AbortError: ours, not an uncaught exception.
+  // The async iterator below has its own listeners, so a real failure still errors the body.
+  source.on("error", () => {});
   const noBody = NULL_BODY_STATUS.has(data.statusCode) || (init.method ?? "GET").toUpperCase() === "HEAD";
   if (noBody) source.destroy();
   const chunks = noBody ? undefined : source[Symbol.asyncIterator]() as AsyncIterator<Uint8Array>;
