@@ -1,5 +1,5 @@
 /**
- * Watch-decoding benchmark: five consumers side by side, in one process, on
+ * Watch-decoding benchmark: the consumers side by side, in one process, on
  * the same bytes (N Knative Service MODIFIED events from `bench/data.ts`):
  *
  * 1. ceiling: `JSON.parse` of pre-split string lines, no I/O;
@@ -11,7 +11,11 @@
  *    `AppK8sClient` does);
  * 9. peer: `@kubernetes/client-node` 1.4.0 `Watch` on the same stream, and
  *    2.0.1 (npm alias `@kubernetes/client-node-2`) on Deno and Bun — it cannot
- *    load on Node 20.
+ *    load on Node 20;
+ * 10./11. the product path: exactly what `AppK8sClient` runs for its KService
+ *    watch (`createKubeClient` with this runtime's transport, the watcher
+ *    options of `kserviceWatcherOptions`), with pruning (10) and without (11);
+ *    `KSERVICE_PRUNE_BY_RUNTIME` says which one the product runs here.
  *
  * Every run of every consumer is checked to have received all N events (count
  * and an order-sensitive checksum over the names); a mismatch aborts the

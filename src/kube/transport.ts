@@ -216,7 +216,7 @@ const NULL_BODY_STATUS = new Set([101, 103, 204, 205, 304]);
  * socket's backpressure holds), cancelling it destroys the Readable (closing the
  * connection), and a connection lost mid-body errors it.
  */
-export async function undiciRequestFetch(dispatcher: UndiciDispatcher, input: string, init: RequestInit = {}): Promise<Response> {
+async function undiciRequestFetch(dispatcher: UndiciDispatcher, input: string, init: RequestInit = {}): Promise<Response> {
   const url = new URL(input);
   const signal = init.signal ?? undefined;
   signal?.throwIfAborted();
