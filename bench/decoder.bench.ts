@@ -1,5 +1,5 @@
 /**
- * Watch-decoding benchmark: five consumers side by side, in one process, on
+ * Watch-decoding benchmark: the consumers side by side, in one process, on
  * the same bytes (N Knative Service MODIFIED events from `bench/data.ts`):
  *
  * 1. ceiling: `JSON.parse` of pre-split string lines, no I/O;
@@ -11,7 +11,11 @@
  *    `AppK8sClient` does);
  * 9. peer: `@kubernetes/client-node` 1.4.0 `Watch` on the same stream, and
  *    2.0.1 (npm alias `@kubernetes/client-node-2`) on Deno and Bun — it cannot
- *    load on Node 20.
+ *    load on Node 20;
+ * 10./11. the product path: exactly what `AppK8sClient` runs for its KService
+ *    watch (`createKubeClient` with this runtime's transport, the watcher
+ *    options of `kserviceWatcherOptions`), with pruning (10) and without (11);
+ *    `KSERVICE_PRUNE_BY_RUNTIME` says which one the product runs here.
  *
  * Every run of every consumer is checked to have received all N events (count
  * and an order-sensitive checksum over the names); a mismatch aborts the
@@ -35,6 +39,9 @@ import process from "node:process";
 import { dirname, join } from "node:path";
 import { ndjsonValues } from "../src/watch/ndjson.ts";
 import { KubeClient } from "../src/kube/client.ts";
+import { createKubeClient } from "../src/kube/connect.ts";
+import { KSERVICE_PRUNE, KSERVICE_PRUNE_BY_RUNTIME, kserviceWatcherOptions } from "../src/flyte/app-client.ts";
+import { createWatcher } from "../src/watch/group.ts";
 import { Reflector } from "../src/watch/reflector.ts";
 import { KNATIVE_SERVICES } from "../src/watch/types.ts";
 import type { PrunePaths } from "../src/watch/prune.ts";
@@ -214,6 +221,51 @@ async function reflectorRun(url: string, meta: ServerMeta, prune: PrunePaths | u
   return sum;
 }
 
+/**
+ * The product path: what `AppK8sClient` runs for its KService watch — the client `createKubeClient`
+ * builds (this runtime's transport from `src/kube/transport.ts`, credentials, 401 retry), the
+ * watcher options of `kserviceWatcherOptions` (label selector, `slimKService` parse, the runtime's
+ * prune choice unless `prune` overrides it). Only `initialList: "paginated"` is set, a tuning option
+ * `AppK8sClient` passes through: the bench server serves a plain watch, not a streaming list.
+ */
+async function productRun(url: string, meta: ServerMeta, prune: boolean): Promise<NameChecksum> {
+  const client = await createKubeClient({
+    server: url,
+    namespace: BENCH_NAMESPACE,
+    tls: { insecureSkipVerify: false },
+    auth: { type: "none" },
+    source: "bench",
+  });
+  const watcher = createWatcher(kserviceWatcherOptions(client, [BENCH_NAMESPACE], { initialList: "paginated", prune: prune ? KSERVICE_PRUNE : [] }));
+  const sum = new NameChecksum();
+  const ac = new AbortController();
+  let synced = 0;
+  try {
+    for await (const event of watcher.run(ac.signal)) {
+      if (event.type === "synced") {
+        synced++;
+        continue;
+      }
+      if (event.type === "deleted") throw new VerificationError(`product path on ${runtime}: unexpected deleted event`);
+      if (event.object.spec !== undefined || event.object.metadata.managedFields !== undefined) {
+        throw new VerificationError(`product path on ${runtime}: spec/managedFields still present`);
+      }
+      sum.add(event.object.metadata.name ?? "");
+      if (sum.count === meta.events) break;
+    }
+  } finally {
+    ac.abort();
+    await client.close();
+  }
+  const m = watcher.metricsSnapshot();
+  if (synced !== 1 || m.lists !== 1 || m.watches !== 1) {
+    throw new VerificationError(
+      `product path on ${runtime}: expected 1 sync, 1 list and 1 watch, got ${synced} syncs, ${m.lists} lists, ${m.watches} watches`,
+    );
+  }
+  return sum;
+}
+
 function makeConsumers(
   url: string,
   meta: ServerMeta,
@@ -289,6 +341,18 @@ function makeConsumers(
       label: "(8) = (4) with pruning: `Reflector({prune})`, as `AppK8sClient` runs it",
       optional: false,
       run: () => reflectorRun(url, meta, APP_PRUNE),
+    },
+    {
+      id: "product-pruned",
+      label: "(10) **product path**, pruned: `createKubeClient` transport + `kserviceWatcherOptions` (as `AppK8sClient`), `prune` on",
+      optional: false,
+      run: () => productRun(url, meta, true),
+    },
+    {
+      id: "product-unpruned",
+      label: "(11) **product path**, unpruned: the same with `prune: []` (`slimKService` drops spec/managedFields after parsing)",
+      optional: false,
+      run: () => productRun(url, meta, false),
     },
   ];
   for (const [id, label, loaded] of [
@@ -444,7 +508,12 @@ async function main(): Promise<void> {
         fetchVsBytes: div(eps("fetch"), eps("bytes")),
         prunedFetchVsPeer: div(eps("fetch-pruned"), eps("client-node-2") ?? eps("client-node")),
         prunedReflectorVsPeer: div(eps("reflector-pruned"), eps("client-node-2") ?? eps("client-node")),
+        productVsPeer: div(eps(KSERVICE_PRUNE_BY_RUNTIME[runtime] ? "product-pruned" : "product-unpruned"), eps("client-node-2") ?? eps("client-node")),
+        productPrunedVsPeer: div(eps("product-pruned"), eps("client-node-2") ?? eps("client-node")),
+        productUnprunedVsPeer: div(eps("product-unpruned"), eps("client-node-2") ?? eps("client-node")),
+        productPrunedVsUnpruned: div(eps("product-pruned"), eps("product-unpruned")),
       },
+      productPrunes: KSERVICE_PRUNE_BY_RUNTIME[runtime],
       totalMs: Math.round(performance.now() - started),
       cpuSeconds: cpuSeconds(),
     };

@@ -15,6 +15,8 @@ export const CONSUMER_IDS = [
   "reflector-pruned",
   "client-node",
   "client-node-2",
+  "product-pruned",
+  "product-unpruned",
 ] as const;
 /** One of {@link CONSUMER_IDS}. */
 export type ConsumerId = (typeof CONSUMER_IDS)[number];
@@ -67,7 +69,17 @@ export interface RuntimeResult {
     prunedFetchVsPeer?: number;
     /** (8) pruned Reflector / the peer. */
     prunedReflectorVsPeer?: number;
+    /** The product path as the product runs it on this runtime ((10) or (11), per {@link RuntimeResult.productPrunes}) / the peer. */
+    productVsPeer?: number;
+    /** (10) product path with pruning / the peer. */
+    productPrunedVsPeer?: number;
+    /** (11) product path without pruning / the peer. */
+    productUnprunedVsPeer?: number;
+    /** (10) / (11): what pruning does to the product path (≥ 1: pruning is not slower). */
+    productPrunedVsUnpruned?: number;
   };
+  /** Whether the product (`KSERVICE_PRUNE_BY_RUNTIME`) prunes on this runtime: which of (10)/(11) is "the product path". */
+  productPrunes?: boolean;
   /** Wall time of the whole benchmark process body, ms. */
   totalMs: number;
   /** CPU time (user + system) this benchmark process used, seconds. */
@@ -117,7 +129,9 @@ export function runtimeTable(r: RuntimeResult): string {
     `appwatch fetch (3) vs client-node (5): **${ratio(r.ratios.fetchVsClientNode)}**; ` +
       `reflector (4) vs client-node (5): **${ratio(r.ratios.reflectorVsClientNode)}**; ` +
       `fetch (3) vs in-memory bytes (2): ${ratio(r.ratios.fetchVsBytes)}; ` +
-      `**pruned** fetch (7) vs the peer: **${ratio(r.ratios.prunedFetchVsPeer)}**, pruned reflector (8) vs the peer: **${ratio(r.ratios.prunedReflectorVsPeer)}**.`,
+      `**pruned** fetch (7) vs the peer: **${ratio(r.ratios.prunedFetchVsPeer)}**, pruned reflector (8) vs the peer: **${ratio(r.ratios.prunedReflectorVsPeer)}**; ` +
+      `**product path** (${r.productPrunes ? "10, pruned" : "11, unpruned"}) vs the peer: **${ratio(r.ratios.productVsPeer)}**; ` +
+      `product path pruned (10) ÷ unpruned (11): **${ratio(r.ratios.productPrunedVsUnpruned)}**.`,
   );
   return rows.join("\n");
 }

@@ -9,7 +9,9 @@
 import type { KubeClient } from "../kube/client.ts";
 import { errorFromResponse } from "../kube/status.ts";
 import { type Logger, silentLogger } from "../log.ts";
-import { createWatcher, type ObjectWatcher } from "../watch/group.ts";
+import { createWatcher, type ObjectWatcher, type WatcherOptions } from "../watch/group.ts";
+import type { PrunePaths } from "../watch/prune.ts";
+import { runtimeName, type RuntimeName } from "../runtime.ts";
 import { type Clock, realClock } from "../watch/clock.ts";
 import type { ReflectorHealth, ReflectorOptions } from "../watch/reflector.ts";
 import { collectionPath, KNATIVE_REVISIONS, KNATIVE_SERVICES, type KubeObject, objectKey, type ReflectorEvent } from "../watch/types.ts";
@@ -40,6 +42,45 @@ export interface AppK8sClientOptions {
   resumeWindow?: number;
   /** Time for both watches, the sync deadline and catch-up waits (tests: a `VirtualClock`). Default: the real clock. */
   clock?: Clock;
+}
+
+/** What the app KService watch never reads: `spec` and `metadata.managedFields` (watch-event form). */
+export const KSERVICE_PRUNE: PrunePaths = [["object", "metadata", "managedFields"], ["object", "spec"]];
+
+/**
+ * Whether the KService watch cuts {@link KSERVICE_PRUNE} at the byte level (`prune.ts`, before
+ * JSON.parse) on each runtime, or lets `slimKService` drop them after parsing — chosen by
+ * measurement, BENCHMARKS.md B1 "product path" pruned vs unpruned, same run, same bytes:
+ * pruning is kept only where it is not slower. Run of 2026-12-02 05:30 UTC, pruned ÷ unpruned: Node 1.12×,
+ * Deno 1.06×, Bun 1.14× (on Node with the `dispatcher.request` transport; over undici's `fetch` it was slower).
+ * A `watch.prune` option overrides it.
+ */
+export const KSERVICE_PRUNE_BY_RUNTIME: Readonly<Record<RuntimeName, boolean>> = { node: true, deno: true, bun: true };
+
+/**
+ * The options of the app KService watch, exactly as {@link AppK8sClient} builds them (the B1
+ * benchmark's "product path" runs these too): the label selector, `slimKService` after any
+ * caller `parse`, and the per-runtime prune choice of {@link KSERVICE_PRUNE_BY_RUNTIME}.
+ */
+export function kserviceWatcherOptions(
+  client: KubeClient,
+  namespaces: string[],
+  watch: AppK8sClientOptions["watch"] = {},
+  logger: Logger = silentLogger,
+  runtime: RuntimeName = runtimeName(),
+): WatcherOptions<KubeObject> {
+  const parse = watch.parse;
+  return {
+    // Never read: cut before JSON.parse from watch lines and (as items.*.…) list pages where that is faster (B1, B2).
+    prune: KSERVICE_PRUNE_BY_RUNTIME[runtime] ? KSERVICE_PRUNE : [],
+    ...watch,
+    parse: parse ? (obj) => slimKService(parse(obj)) : slimKService,
+    client,
+    resource: KNATIVE_SERVICES,
+    namespaces,
+    labelSelector: APP_MANAGED_SELECTOR,
+    logger,
+  };
 }
 
 /** Options of {@link AppK8sClient.startWatching}. */
@@ -150,18 +191,7 @@ export class AppK8sClient {
     lifetime?.addEventListener("abort", () => stop.abort(), { once: true });
     const watch = { ...this.#options.watch, clock: this.#clock };
     if (this.#options.replicas !== false) this.#replicas = await this.#revisionWatch(lifetime);
-    const parse = watch?.parse;
-    const watcher = createWatcher<KubeObject>({
-      // Never read: cut before JSON.parse from watch lines and (as items.*.…) list pages (B1, B2).
-      prune: [["object", "metadata", "managedFields"], ["object", "spec"]],
-      ...watch,
-      parse: parse ? (obj) => slimKService(parse(obj)) : slimKService,
-      client: this.#client,
-      resource: KNATIVE_SERVICES,
-      namespaces: this.namespaces,
-      labelSelector: APP_MANAGED_SELECTOR,
-      logger: this.#log,
-    });
+    const watcher = createWatcher<KubeObject>(kserviceWatcherOptions(this.#client, this.namespaces, watch, this.#log));
     this.#watcher = watcher;
     let synced!: () => void;
     let failed!: (e: unknown) => void;

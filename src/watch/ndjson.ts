@@ -156,8 +156,8 @@ async function* frames(
         if (line !== undefined && !isBlank(line)) yield parse ? parsed(line) : line;
       }
       if (start < value.length) {
-        // Copy: some runtimes reuse chunk buffers.
-        const rest = value.slice(start);
+        // Copy: some runtimes reuse chunk buffers (and a Node Buffer's `slice` is a view, not a copy).
+        const rest = new Uint8Array(value.subarray(start));
         partsLength += rest.length;
         if (partsLength > maxLineBytes) throw tooLong(partsLength);
         parts.push(rest);

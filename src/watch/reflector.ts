@@ -484,7 +484,7 @@ export class Reflector<T extends KubeObject = KubeObject> {
       reader.releaseLock();
     }
     if (buf) return length === buf.length ? buf : buf.subarray(0, length);
-    if (chunks.length === 1) return chunks[0]!.slice(); // a copy: pruning writes into it
+    if (chunks.length === 1) return new Uint8Array(chunks[0]!); // a copy (a Node Buffer's slice() is a view): pruning writes into it
     const all = new Uint8Array(length);
     let at = 0;
     for (const c of chunks) {
