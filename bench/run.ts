@@ -67,8 +67,9 @@ function command(rt: RuntimeName): { cmd: string; args: string[]; shown: string 
       return {
         // Under `deno task bench` / `bun run bench` this driver is not Node itself: use `node` from PATH.
         cmd: IS_NODE ? process.execPath : "node",
-        args: ["--import", "tsx", "--expose-gc", "bench/decoder.bench.ts"],
-        shown: "node --import tsx --expose-gc bench/decoder.bench.ts",
+        // appwatch as it ships (dist/, see bench/shipped.mjs), not through tsx's keepNames.
+        args: ["--import", "tsx", "--import", "./bench/shipped.mjs", "--expose-gc", "bench/decoder.bench.ts"],
+        shown: "node --import tsx --import ./bench/shipped.mjs --expose-gc bench/decoder.bench.ts",
       };
     case "deno":
       return {
