@@ -15,10 +15,9 @@ import { AppService, WatchResponseSchema } from "../src/flyte/proto/app_service_
 import { ksvc, ksvcName, startTestService, statusWithMessage, type TestService } from "./helpers/service.ts";
 
 // connect-es's own serializers for Watch's output, as its handler builds them (default options).
-const serialization = createMethodSerializationLookup(AppService.method.watch, undefined, undefined, {
+const serialization = createMethodSerializationLookup(AppService.method.watch!, undefined, undefined, {
   readMaxBytes: 0xffffffff,
   writeMaxBytes: 0xffffffff,
-  compressMinBytes: 1024,
 });
 
 interface Frame {
