@@ -5,6 +5,11 @@
  * Framing, codecs, errors and GET requests are `@connectrpc/connect`'s; this module only maps the
  * three read RPCs onto {@link AppK8sClient} — List, Get, and Watch (snapshot as `createEvent`s,
  * then live events) — and answers the write RPCs with `unimplemented` (appwatch is read-only).
+ * One exception to "framing is connect-es's": the Connect-protocol Watch body from
+ * {@link mountConnect} is written from frames encoded once per event and shared by every subscriber
+ * (connect-frames.ts: connect-es serialized each event once per stream, measured in B6); connect-es
+ * still parses, checks and admits that request and sets its headers. gRPC-Web Watch, compressed
+ * streams (none today: the router accepts no compression) and the gRPC listener stay on connect-es.
  * See docs/flyte-compatibility.md for where this differs from Flyte, and why.
  * @module
  */
@@ -21,10 +26,12 @@ import {
   type Interceptor,
 } from "@connectrpc/connect";
 import { universalServerRequestFromFetch, universalServerResponseToFetch } from "@connectrpc/connect/protocol";
+import { contentTypeStreamProto, headerContentType, headerStreamEncoding } from "@connectrpc/connect/protocol-connect";
 import type { Context, Hono } from "hono";
 import * as v from "valibot";
 import { type AppK8sClient, AppNotFoundError, InvalidPageTokenError, type SubscribeTarget } from "../flyte/app-client.ts";
 import type { App, WatchResponse } from "../flyte/model.ts";
+import { endStreamFrame, watchFrame, watchMessage } from "./connect-frames.ts";
 import {
   AppSchema,
   AppService,
@@ -33,7 +40,6 @@ import {
   ListRequestSchema,
   ListResponseSchema,
   WatchRequestSchema,
-  WatchResponseSchema,
 } from "../flyte/proto/app_service_pb.ts";
 import type { Logger } from "../log.ts";
 import { KubeApiError } from "../kube/status.ts";
@@ -149,6 +155,12 @@ export interface StreamState {
   opened: boolean;
   /** The transport counts the stream down once its body is drained (else the handler does, when it returns). */
   drainTracked: boolean;
+  /**
+   * Offered by {@link mountConnect} only: a Connect-protocol (not gRPC-Web, not compressed) Watch
+   * hands its admitted stream over here once the start item set the response headers, and
+   * mountConnect writes the body from pre-encoded frames ({@link connectWatchBody}).
+   */
+  handoff?: (watch: WatchRun) => void;
 }
 // No shared default object: every request gets a StreamState of its own (contextValues), so no
 // request can mark another's state (a default object would be module-level mutable state).
@@ -225,18 +237,6 @@ function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-const watchMessages = new WeakMap<WatchResponse, Message>();
-
-/** Our `WatchResponse` JSON → its protobuf-es message, built once per event and shared by every Connect subscriber. */
-function watchMessage(event: WatchResponse): Message {
-  let msg = watchMessages.get(event);
-  if (msg === undefined) {
-    msg = fromJson(WatchResponseSchema, event as unknown as JsonValue, { ignoreUnknownFields: true });
-    watchMessages.set(event, msg);
-  }
-  return msg;
-}
-
 function appMessage(app: App): Message {
   return fromJson(AppSchema, app as unknown as JsonValue, { ignoreUnknownFields: true });
 }
@@ -282,6 +282,64 @@ export interface AppServiceHandlers extends ConnectStreams {
   contextValues(clientAddress: string, drainTracked?: StreamState, rejection?: ConnectError): ContextValues;
   /** Largest request message in bytes. */
   readonly maxMessageBytes: number;
+}
+
+/**
+ * One admitted Watch stream: its sink, its resume position and how it ends. Both bodies use it —
+ * connect-es's (the handler's generator: gRPC-Web, the gRPC listener, compressed Connect) and the
+ * pre-encoded Connect body ({@link connectWatchBody}) — so the mapping of session ends onto Connect
+ * errors and the cleanup exist once.
+ */
+export class WatchRun {
+  position: string | undefined;
+  binary = false;
+  /** Milliseconds left of the client's `connect-timeout-ms` at the handoff (connect-es's deadline). */
+  timeoutMs: number | undefined;
+  readonly sink: ConnectSink;
+  readonly stop: AbortController;
+  readonly #closed: () => Promise<void>;
+  readonly #log: Logger;
+  readonly #closing: () => string | undefined;
+  #close: Promise<void> | undefined;
+
+  constructor(sink: ConnectSink, stop: AbortController, log: Logger, closing: () => string | undefined, closed: () => Promise<void>) {
+    this.sink = sink;
+    this.stop = stop;
+    this.#log = log;
+    this.#closing = closing;
+    this.#closed = closed;
+  }
+
+  /** Tracks the resume position through `item`; the event to send, if it carries one. */
+  take(item: SessionItem): WatchResponse | undefined {
+    if (item.kind === "start") this.position = item.position;
+    else if (item.kind === "synced") this.position = item.token;
+    else if (item.kind === "event") {
+      if (item.token !== undefined) this.position = item.token;
+      return item.event;
+    }
+    return undefined;
+  }
+
+  /** The Connect error the stream ends with once its sink is done (none when the client left). */
+  endError(clientGone: boolean): ConnectError | undefined {
+    const end = this.sink.end;
+    if (end?.reason === "lagging") return new ConnectError(end.message, Code.ResourceExhausted);
+    if (end?.reason === "dropped") return new ConnectError("send buffer overflow: reconnect with your resume token", Code.ResourceExhausted);
+    if (this.sink.error !== undefined) {
+      this.#log.error("Connect Watch stream failed", { error: errorText(this.sink.error) });
+      return new ConnectError("internal error", Code.Internal);
+    }
+    // The session ended without the client leaving: the server is shutting down.
+    if (!clientGone) return new ConnectError(this.#closing() ?? "the server is shutting down", Code.Unavailable);
+    return undefined;
+  }
+
+  /** Stops the session and waits for it (idempotent). */
+  close(): Promise<void> {
+    this.stop.abort();
+    return (this.#close ??= this.#closed());
+  }
 }
 
 /** Builds AppService's implementation over `options.client`. */
@@ -369,38 +427,41 @@ export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServ
       const sink = new ConnectSink();
       const run = options.sessions.run(slot, { target, targetKind: kind, snapshot: true, ...(resume ? { resume } : {}) }, sink, stop.signal)
         .then((end) => sink.finish(end), (err) => sink.finish(undefined, err));
-      let position: string | undefined;
+      const watch = new WatchRun(sink, stop, log, () => closing, async () => {
+        await run;
+        streams.delete(stop);
+        if (!state?.drainTracked) metrics.connectStreams--;
+      });
+      let handedOff = false;
       try {
         // The shared session: snapshot (or the replay after a resume token) as createEvents, then live
         // events and relist diffs; `synced` and heartbeats have no place in WatchResponse. Resume
         // positions travel in the response header and trailer (docs/protocol.md).
         for await (const item of sink.items()) {
+          const event = watch.take(item);
           if (item.kind === "start") {
-            position = item.position;
             ctx.responseHeader.set(RESUME_HEADER, item.position);
             ctx.responseHeader.set(START_HEADER, item.start.kind);
-          } else if (item.kind === "synced") position = item.token;
-          else if (item.kind === "event") {
-            if (item.token !== undefined) position = item.token;
-            yield watchMessage(item.event);
-          }
+            // Connect protocol from mountConnect, uncompressed: the headers are set, mountConnect
+            // writes the body from frames shared by every subscriber (connect-frames.ts).
+            if (state?.handoff && ctx.protocolName === "connect" && !ctx.responseHeader.has(headerStreamEncoding)) {
+              watch.binary = ctx.responseHeader.get(headerContentType) === contentTypeStreamProto;
+              watch.timeoutMs = ctx.timeoutMs();
+              handedOff = true;
+              state.handoff(watch);
+              return;
+            }
+          } else if (event !== undefined) yield watchMessage(event);
         }
-        const end = sink.end;
-        if (end?.reason === "lagging") throw new ConnectError(end.message, Code.ResourceExhausted);
-        if (end?.reason === "dropped") throw new ConnectError("send buffer overflow: reconnect with your resume token", Code.ResourceExhausted);
-        if (sink.error !== undefined) {
-          log.error("Connect Watch stream failed", { error: errorText(sink.error) });
-          throw new ConnectError("internal error", Code.Internal);
-        }
-        // The session ended without the client leaving: the server is shutting down.
-        if (!ctx.signal.aborted) throw new ConnectError(closing ?? "the server is shutting down", Code.Unavailable);
+        const error = watch.endError(ctx.signal.aborted);
+        if (error) throw error;
       } finally {
-        if (position !== undefined) ctx.responseTrailer.set(RESUME_HEADER, position);
+        // Before connect-es aborts ctx.signal as the generator ends: a handed-off stream lives on.
         ctx.signal.removeEventListener("abort", onGone);
-        stop.abort();
-        await run;
-        streams.delete(stop);
-        if (!state?.drainTracked) metrics.connectStreams--;
+        if (!handedOff) {
+          if (watch.position !== undefined) ctx.responseTrailer.set(RESUME_HEADER, watch.position);
+          await watch.close();
+        }
       }
     },
 
@@ -435,6 +496,67 @@ export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServ
 }
 
 /**
+ * The response body of a handed-off Connect Watch ({@link StreamState.handoff}): each event's
+ * pre-encoded frame (shared by every subscriber, connect-frames.ts), then the end-stream frame with
+ * the resume position as trailer — what connect-es would write, without its per-stream
+ * serialization. Each pull takes one item from the sink, so a client that stops reading fills the
+ * sink and the session's slow-consumer policy applies, as on connect-es's body. `done` is called
+ * once the end-stream frame is taken or the client went away.
+ */
+function connectWatchBody(watch: WatchRun, requestSignal: AbortSignal, done: () => void): ReadableStream<Uint8Array> {
+  const items = watch.sink.items();
+  let gone = false;
+  const leave = () => {
+    gone = true;
+    watch.stop.abort();
+  };
+  requestSignal.addEventListener("abort", leave, { once: true });
+  // connect-es's deadline (`connect-timeout-ms`) ends the stream as the client leaving does.
+  const timer = watch.timeoutMs !== undefined ? setTimeout(leave, Math.max(0, watch.timeoutMs)) : undefined;
+  let finished = false;
+  const finish = () => {
+    if (finished) return;
+    finished = true;
+    if (timer !== undefined) clearTimeout(timer);
+    requestSignal.removeEventListener("abort", leave);
+    done();
+  };
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        for (;;) {
+          const next = await items.next();
+          if (finished) return;
+          if (!next.done) {
+            const event = watch.take(next.value);
+            if (event === undefined) continue;
+            controller.enqueue(watchFrame(event, watch.binary));
+            return;
+          }
+          const error = watch.endError(gone);
+          await watch.close();
+          const trailer = new Headers();
+          if (watch.position !== undefined) trailer.set(RESUME_HEADER, watch.position);
+          controller.enqueue(endStreamFrame(trailer, error));
+          controller.close();
+          finish();
+          return;
+        }
+      } catch (err) {
+        await watch.close();
+        finish();
+        controller.error(err);
+      }
+    },
+    async cancel() {
+      leave();
+      await watch.close();
+      finish();
+    },
+  }, { highWaterMark: 0 });
+}
+
+/**
  * Mounts AppService on `app` at both path prefixes, for Connect (JSON and binary) and gRPC-Web;
  * gRPC proper needs HTTP/2 trailers, which a fetch `Response` cannot carry (see `adapters/grpc.ts`).
  */
@@ -456,15 +578,24 @@ export function mountConnect(
       if (!handler || !method) return c.json({ code: "unimplemented", message: `${c.req.path} is not a method of ${AppService.typeName}` }, 404);
       const checked = await checkBinaryRequest(c.req.raw, method.input, service.maxMessageBytes);
       const request = universalServerRequestFromFetch(checked.request, {});
-      const stream: StreamState = { opened: false, drainTracked: true };
+      let handedOff: WatchRun | undefined;
+      const stream: StreamState = { opened: false, drainTracked: true, handoff: (watch) => (handedOff = watch) };
       request.contextValues = service.contextValues(clientAddress?.(c) ?? "unknown", stream, checked.rejection);
-      const response = universalServerResponseToFetch(await handler(request));
-      return response.body ? new Response(untilDrained(response.body, () => {
+      const universal = await handler(request);
+      const drained = () => {
         if (stream.opened) {
           metrics.connectStreams--;
           onDrained?.();
         }
-      }), response) : response;
+      };
+      if (handedOff !== undefined) {
+        // connect-es's body is only the end-stream frame of the generator it saw return: dropped.
+        const rest = universal.body;
+        if (rest !== undefined && Symbol.asyncIterator in rest) void (async () => { for await (const _ of rest); })().catch(() => {});
+        return new Response(connectWatchBody(handedOff, request.signal, drained), { status: universal.status, headers: universal.header });
+      }
+      const response = universalServerResponseToFetch(universal);
+      return response.body ? new Response(untilDrained(response.body, drained), response) : response;
     });
   }
 }
