@@ -9,7 +9,7 @@
 import process from "node:process";
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { createInterface } from "node:readline";
+import { jsonLines } from "./json-lines.ts";
 
 export interface Bare {
   url: string;
@@ -35,14 +35,7 @@ export async function startBare(root: string): Promise<Bare> {
     ? [process.execPath, ["bench/fanout-bare-bun.ts"]]
     : [process.execPath, [...prof, "--import", "tsx", "bench/fanout-bare-node.ts"]];
   const proc = spawn(cmd, args, { cwd: root, stdio: ["pipe", "pipe", "inherit"] });
-  const lines = createInterface({ input: proc.stdout! });
-  const queue: string[] = [];
-  const waiters: ((l: string) => void)[] = [];
-  lines.on("line", (l) => {
-    const w = waiters.shift();
-    if (w) w(l);
-    else queue.push(l);
-  });
+  const { next, send } = jsonLines(proc);
   let stopping = false;
   proc.once("exit", (code) => {
     if (!stopping) {
@@ -50,22 +43,13 @@ export async function startBare(root: string): Promise<Bare> {
       process.exit(1);
     }
   });
-  const next = () =>
-    new Promise<Record<string, unknown>>((resolve) => {
-      const l = queue.shift();
-      if (l !== undefined) resolve(JSON.parse(l));
-      else waiters.push((x) => resolve(JSON.parse(x)));
-    });
   const ready = (await next()).ready as { url: string; pid: number; version: string };
   const pid = ready.pid;
   return {
     url: ready.url,
     pid,
     version: ready.version,
-    send(c) {
-      proc.stdin!.write(JSON.stringify(c) + "\n");
-      return next();
-    },
+    send,
     cpuSeconds() {
       const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
       const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");

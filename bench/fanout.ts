@@ -49,7 +49,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createInterface } from "node:readline";
+import { jsonLines } from "./json-lines.ts";
 import { connectCluster, startService } from "../src/service/server.ts";
 import { DEFAULT_SETTINGS } from "../src/service/config.ts";
 import { createLogger } from "../src/log.ts";
@@ -157,33 +157,17 @@ interface Child {
 
 function child(script: string, env: Record<string, string> = {}): Child {
   const proc = spawn("node", ["--import", "tsx", script], { cwd: ROOT, stdio: ["pipe", "pipe", "inherit"], env: { ...process.env, ...env } });
-  const lines = createInterface({ input: proc.stdout! });
-  const queue: string[] = [];
-  const waiters: ((l: string) => void)[] = [];
-  lines.on("line", (l) => {
-    const w = waiters.shift();
-    if (w) w(l);
-    else queue.push(l);
-  });
+  const { next, send } = jsonLines(proc);
   proc.once("exit", (code) => {
     if (code !== 0 && code !== null) {
       console.error(`BENCHMARK FAILED: ${script} exited with ${code}`);
       process.exit(1);
     }
   });
-  const next = () =>
-    new Promise<Record<string, unknown>>((resolve) => {
-      const l = queue.shift();
-      if (l !== undefined) resolve(JSON.parse(l));
-      else waiters.push((x) => resolve(JSON.parse(x)));
-    });
   return {
     proc,
     next,
-    send(cmd) {
-      proc.stdin!.write(JSON.stringify(cmd) + "\n");
-      return next();
-    },
+    send,
   };
 }
 

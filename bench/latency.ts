@@ -39,7 +39,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createInterface } from "node:readline";
+import { jsonLines } from "./json-lines.ts";
 import { type AppRef, distinctApps, subscribers } from "./fanout-fixtures.ts";
 import { writeB6 } from "./latency-report.ts";
 import type { KubeObject } from "../src/watch/types.ts";
@@ -130,15 +130,8 @@ function command(runtime: "node" | "deno" | "bun", script: string, args: string[
 function child(runtime: "node" | "deno" | "bun", script: string, args: string[] = [], env: Record<string, string> = {}): Child {
   const [cmd, a] = command(runtime, script, args);
   const proc = spawn(cmd, a, { cwd: ROOT, stdio: ["pipe", "pipe", "inherit"], env: { ...process.env, ...env } });
-  const lines = createInterface({ input: proc.stdout! });
-  const queue: string[] = [];
-  const waiters: ((l: string) => void)[] = [];
+  const { next, send } = jsonLines(proc);
   let stopping = false;
-  lines.on("line", (l) => {
-    const w = waiters.shift();
-    if (w) w(l);
-    else queue.push(l);
-  });
   const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
   proc.once("exit", (code, signal) => {
     if (!stopping) {
@@ -146,19 +139,10 @@ function child(runtime: "node" | "deno" | "bun", script: string, args: string[] 
       process.exit(1);
     }
   });
-  const next = () =>
-    new Promise<Record<string, unknown>>((resolve) => {
-      const l = queue.shift();
-      if (l !== undefined) resolve(JSON.parse(l));
-      else waiters.push((x) => resolve(JSON.parse(x)));
-    });
   return {
     proc,
     next,
-    send(c) {
-      proc.stdin!.write(JSON.stringify(c) + "\n");
-      return next();
-    },
+    send,
     async stop() {
       stopping = true;
       proc.stdin!.end();
