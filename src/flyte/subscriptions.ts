@@ -50,6 +50,25 @@ export type SubscriptionStart =
   | { kind: "snapshot"; resumeFailed?: ResumeFailure }
   | { kind: "resumed"; replayed: number };
 
+/**
+ * Where a subscription delivers synchronously (the service's stream session; see
+ * {@link Subscription.attach}). While nothing is pending and the receiver is `ready`, `push` hands
+ * the change straight to `take` — the fast path: one call, no queue, no promise. Otherwise the
+ * change is queued under the slow-consumer policy and the receiver is told once that it
+ * `stalled`; it calls {@link Subscription.drain} when it is ready again, which empties the queue
+ * in order and puts the subscription back on the fast path.
+ */
+export interface Receiver {
+  /** True while it can take an item now (its transport is below its high-water mark). */
+  ready(): boolean;
+  /** Takes one item, with `pending` items still queued behind it; false: the stream is over. */
+  take(item: SubscriptionItem, pending: number): boolean;
+  /** Items wait and it is not ready: call {@link Subscription.drain} once it is. Once per stall. */
+  stalled(): void;
+  /** The subscription ended: closed, or failed with a {@link LaggingError} (disconnect policy). */
+  ended(error?: Error): void;
+}
+
 /** A queued marker (FIFO entries without an event). */
 interface Marker {
   key: "";
@@ -118,6 +137,9 @@ export class Subscription implements AsyncIterable<WatchResponse> {
   /** Token of the last position the consumer has been brought up to. */
   #delivered: string | undefined;
   #waiter: (() => void) | undefined;
+  #receiver: Receiver | undefined;
+  /** The receiver was told it stalled and has not drained since. */
+  #stalled = false;
   #closed = false;
   #error: Error | undefined;
   readonly #stats = { delivered: 0, dropped: 0, coalesced: 0 };
@@ -133,9 +155,13 @@ export class Subscription implements AsyncIterable<WatchResponse> {
     return this.#closed;
   }
 
-  readonly #ended = new AbortController();
+  // Made on first use: a stream session never asks for it, and 1,000s of idle subscribers each
+  // holding an AbortController is memory for nothing.
+  #ended: AbortController | undefined;
   /** Aborts when the subscription ends (closed, or failed under the disconnect policy): a consumer waiting on something else can stop. */
   get signal(): AbortSignal {
+    this.#ended ??= new AbortController();
+    if (this.#closed) this.#ended.abort();
     return this.#ended.signal;
   }
 
@@ -168,36 +194,73 @@ export class Subscription implements AsyncIterable<WatchResponse> {
     const snapshot = options.snapshot ?? true;
     if (snapshot) this.snapshotSize = changes.length;
     if (options.from !== undefined) this.#delivered = options.from;
-    this.#fifo.push(...changes);
+    for (const c of changes) this.#fifo.push(c); // not push(...changes): 100k arguments overflow the stack
     this.#reserved = changes.length;
     if (options.token !== undefined) {
       // The consumer is consistent as of `token` once it has taken these changes.
       this.#fifo.push({ key: "", marker: snapshot ? "snapshot" : "resume", token: options.token });
       this.#reserved++;
     }
-    this.#wake();
+    this.#queued();
+  }
+
+  /**
+   * Delivers to `receiver` from now on instead of through {@link items} (use one or the other):
+   * what is queued (a snapshot, a replay) goes to it at once, as far as it is ready.
+   */
+  attach(receiver: Receiver): void {
+    if (this.#receiver) throw new Error("a subscription has one receiver");
+    this.#receiver = receiver;
+    if (this.#closed) return receiver.ended(this.#error);
+    this.drain();
+  }
+
+  /**
+   * Hands queued items to the receiver while it is ready (after it `stalled`, once it drained);
+   * back on the fast path once nothing is pending.
+   */
+  drain(): void {
+    const r = this.#receiver;
+    if (!r) return;
+    this.#stalled = false;
+    while (!this.#closed) {
+      if (this.pending === 0) return;
+      if (!r.ready()) {
+        this.#stalled = true;
+        return r.stalled();
+      }
+      const next = this.#take();
+      if (next === undefined) return;
+      if (!this.#handOut(next, r)) return;
+    }
   }
 
   /** Queues an in-band marker: every change pushed before it is part of a consistent state at `token`. */
   mark(marker: "resync", token: string): void {
     if (this.#closed) return;
     const m: Marker = { key: "", marker, token };
+    if (this.#direct()) {
+      this.#handOut(m, this.#receiver!);
+      return;
+    }
     if (this.#net) this.#markerAfterNet = m;
     else this.#fifo.push(m);
-    this.#wake();
+    this.#queued();
   }
 
   /** Offers one change. Never blocks, never throws. Returns false if it was dropped. */
   push(change: AppChange): boolean {
     if (this.#closed) return false;
+    // The fast path: nothing ahead of it and a ready receiver — straight to the transport.
+    if (this.#direct()) return this.#handOut(change, this.#receiver!);
     if (this.#net) {
       this.#merge(change);
-      this.#wake();
+      this.#queued();
       return true;
     }
     if (this.#fifo.length - this.#reserved < this.bufferSize) {
       this.#fifo.push(change);
-      this.#wake();
+      this.#queued();
       return true;
     }
     switch (this.policy) {
@@ -219,7 +282,7 @@ export class Subscription implements AsyncIterable<WatchResponse> {
           else this.#merge(c);
         }
         this.#merge(change);
-        this.#wake();
+        this.#queued();
         return true;
       }
     }
@@ -234,7 +297,8 @@ export class Subscription implements AsyncIterable<WatchResponse> {
     this.#markerAfterNet = undefined;
     this.#wake();
     this.#onClose(this);
-    this.#ended.abort();
+    this.#ended?.abort();
+    this.#receiver?.ended();
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<WatchResponse, void, undefined> {
@@ -247,17 +311,7 @@ export class Subscription implements AsyncIterable<WatchResponse> {
       for (;;) {
         const next = this.#take();
         if (next) {
-          if ("marker" in next) {
-            this.#delivered = next.token;
-            yield { synced: next.marker, token: next.token };
-            continue;
-          }
-          this.#stats.delivered++;
-          const k = kindOf(next.event);
-          if (k === "delete") this.#known.delete(next.key);
-          else this.#known.add(next.key);
-          if (next.token !== undefined) this.#delivered = next.token;
-          yield next.token !== undefined ? { event: next.event, token: next.token } : { event: next.event };
+          yield this.#account(next);
           continue;
         }
         if (this.#error) throw this.#error;
@@ -267,6 +321,44 @@ export class Subscription implements AsyncIterable<WatchResponse> {
     } finally {
       this.close();
     }
+  }
+
+  /** Whether an item can go to the receiver now, ahead of nothing. */
+  #direct(): boolean {
+    const r = this.#receiver;
+    return r !== undefined && !this.#stalled && this.#fifo.length === 0 && this.#net === undefined && this.#markerAfterNet === undefined && r.ready();
+  }
+
+  /** Something was queued: wake the iterator, or tell a receiver that is not ready that it stalled. */
+  #queued(): void {
+    const r = this.#receiver;
+    if (r === undefined) return this.#wake();
+    if (this.#stalled) return;
+    // Ready after all (queued behind a snapshot being drained elsewhere, or attach comes later): drain now.
+    if (r.ready()) return this.drain();
+    this.#stalled = true;
+    r.stalled();
+  }
+
+  /** An item leaves the subscription: what the consumer knows, and the position it is brought up to. */
+  #account(next: Queued): SubscriptionItem {
+    if ("marker" in next) {
+      this.#delivered = next.token;
+      return { synced: next.marker, token: next.token };
+    }
+    this.#stats.delivered++;
+    if (kindOf(next.event) === "delete") this.#known.delete(next.key);
+    else this.#known.add(next.key);
+    if (next.token === undefined) return { event: next.event };
+    this.#delivered = next.token;
+    return { event: next.event, token: next.token };
+  }
+
+  /** One item to the receiver; false (and closed) when the receiver's stream is over. */
+  #handOut(next: Queued, r: Receiver): boolean {
+    if (r.take(this.#account(next), this.pending)) return true;
+    this.close();
+    return false;
   }
 
   #take(): Queued | undefined {
@@ -325,7 +417,8 @@ export class Subscription implements AsyncIterable<WatchResponse> {
     this.#wake();
     this.#onClose(this);
     this.#closed = true;
-    this.#ended.abort();
+    this.#ended?.abort();
+    this.#receiver?.ended(error);
   }
 
   #wake(): void {

@@ -87,13 +87,30 @@ const rejectionKey = createContextKey<ConnectError | undefined>(undefined, { des
 export const RESUME_HEADER = "appwatch-resume";
 /** Response header: how the Watch started (`snapshot`, `resumed`), as in the `start` frame. */
 export const START_HEADER = "appwatch-start";
-/** Items a Watch stream may hold before the session stops taking events for it. */
+/** Items a Watch stream may hold for connect-es's generator before the session stops taking events for it. */
 const CONNECT_HIGH_WATER_MARK = 16;
+/** Bytes the pre-encoded Connect body may hold before the session stops taking events for it. */
+const CONNECT_BODY_HIGH_WATER_BYTES = 256 * 1024;
+
+/** Where a handed-off Watch writes its pre-encoded frames ({@link connectWatchBody}). */
+interface WatchBody {
+  /** Writes an event's shared frame now. */
+  write(event: WatchResponse): void;
+  /** Bytes it still takes before it is full. */
+  room(): number;
+  /** Resolves at the body's next pull (or `signal`). */
+  pulled(signal: AbortSignal): Promise<void>;
+  /** The session ended: write the end-stream frame and close. */
+  finish(): void;
+}
 
 /**
- * A Connect Watch as a {@link StreamSink}: a small queue the handler's generator drains. connect-es
- * pulls the generator only as fast as the response body is read, so a full queue is backpressure
- * from the client, and each take is the drain signal.
+ * A Connect Watch as a {@link StreamSink}. Until the body is known (and for connect-es's own
+ * bodies: gRPC-Web, the gRPC listener, compressed Connect) items wait in a small queue the
+ * handler's generator drains: connect-es pulls it only as fast as the response body is read, so
+ * a full queue is backpressure from the client and each take is the drain signal. Once a
+ * Connect-protocol body is attached ({@link ConnectSink.attach}), each event's shared frame goes
+ * straight into it, on the session's fast path, and the body's pulls are the drain signal.
  */
 class ConnectSink implements StreamSink {
   readonly heartbeats = false;
@@ -101,31 +118,52 @@ class ConnectSink implements StreamSink {
   #wake: (() => void) | undefined;
   #drained: (() => void) | undefined;
   #done = false;
+  #body: WatchBody | undefined;
+  #watch: WatchRun | undefined;
   end: StreamEnd | undefined;
   error: unknown;
 
   send(item: SessionItem): "ok" | "closed" {
     if (this.#done) return "closed";
     if (item.kind === "heartbeat") return "ok";
+    if (this.#body) {
+      const event = this.#watch!.take(item);
+      if (event !== undefined) this.#body.write(event);
+      return "ok";
+    }
     this.#queue.push(item);
     this.#notify();
     return "ok";
   }
   full(): boolean {
+    if (this.#body) return this.#body.room() <= 0;
     return this.#queue.length >= CONNECT_HIGH_WATER_MARK;
   }
   drained(signal: AbortSignal): Promise<void> {
+    if (this.#body) return this.#body.pulled(signal);
     return new Promise((resolve) => {
       if (!this.full() || signal.aborted || this.#done) return resolve();
       this.#drained = resolve;
       signal.addEventListener("abort", () => resolve(), { once: true });
     });
   }
+  /** From now on events go into `body`; what is queued goes first. */
+  attach(watch: WatchRun, body: WatchBody): void {
+    this.#watch = watch;
+    for (const item of this.#queue.splice(0)) {
+      const event = watch.take(item);
+      if (event !== undefined) body.write(event);
+    }
+    this.#body = body;
+    this.#drained?.();
+    if (this.#done) body.finish();
+  }
   finish(end: StreamEnd | undefined, error?: unknown): void {
     this.end = end;
     this.error = error;
     this.#done = true;
     this.#notify();
+    this.#body?.finish();
   }
   #notify(): void {
     const w = this.#wake;
@@ -144,7 +182,7 @@ class ConnectSink implements StreamSink {
         yield item;
         continue;
       }
-      if (this.#done) return;
+      if (this.#done || this.#body) return;
       await new Promise<void>((resolve) => (this.#wake = resolve));
     }
   }
@@ -497,14 +535,14 @@ export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServ
 
 /**
  * The response body of a handed-off Connect Watch ({@link StreamState.handoff}): each event's
- * pre-encoded frame (shared by every subscriber, connect-frames.ts), then the end-stream frame with
- * the resume position as trailer — what connect-es would write, without its per-stream
- * serialization. Each pull takes one item from the sink, so a client that stops reading fills the
- * sink and the session's slow-consumer policy applies, as on connect-es's body. `done` is called
- * once the end-stream frame is taken or the client went away.
+ * pre-encoded frame (shared by every subscriber, connect-frames.ts), written by the session as the
+ * event is published, then the end-stream frame with the resume position as trailer — what
+ * connect-es would write, without its per-stream serialization. The body holds up to
+ * {@link CONNECT_BODY_HIGH_WATER_BYTES}: a client that stops reading fills it and the session's
+ * slow-consumer policy applies, as on connect-es's body. `done` is called once the end-stream
+ * frame is written or the client went away.
  */
 function connectWatchBody(watch: WatchRun, requestSignal: AbortSignal, done: () => void): ReadableStream<Uint8Array> {
-  const items = watch.sink.items();
   let gone = false;
   const leave = () => {
     gone = true;
@@ -521,39 +559,50 @@ function connectWatchBody(watch: WatchRun, requestSignal: AbortSignal, done: () 
     requestSignal.removeEventListener("abort", leave);
     done();
   };
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        for (;;) {
-          const next = await items.next();
-          if (finished) return;
-          if (!next.done) {
-            const event = watch.take(next.value);
-            if (event === undefined) continue;
-            controller.enqueue(watchFrame(event, watch.binary));
-            return;
-          }
-          const error = watch.endError(gone);
-          await watch.close();
-          const trailer = new Headers();
-          if (watch.position !== undefined) trailer.set(RESUME_HEADER, watch.position);
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  let pulled: (() => void) | undefined;
+  const body: WatchBody = {
+    write(event) {
+      if (!finished) controller.enqueue(watchFrame(event, watch.binary));
+    },
+    room: () => (finished ? 1 : controller.desiredSize ?? 0),
+    pulled: (signal) =>
+      new Promise<void>((resolve) => {
+        if (finished || signal.aborted || (controller.desiredSize ?? 0) > 0) return resolve();
+        pulled = resolve;
+        signal.addEventListener("abort", () => resolve(), { once: true });
+      }),
+    finish() {
+      if (finished) return;
+      const error = watch.endError(gone);
+      void watch.close().then(() => {
+        if (finished) return;
+        const trailer = new Headers();
+        if (watch.position !== undefined) trailer.set(RESUME_HEADER, watch.position);
+        try {
           controller.enqueue(endStreamFrame(trailer, error));
           controller.close();
-          finish();
-          return;
-        }
-      } catch (err) {
-        await watch.close();
+        } catch { /* cancelled */ }
         finish();
-        controller.error(err);
-      }
+      });
+    },
+  };
+  return new ReadableStream<Uint8Array>({
+    start(ctl) {
+      controller = ctl;
+      watch.sink.attach(watch, body);
+    },
+    pull() {
+      const wake = pulled;
+      pulled = undefined;
+      wake?.();
     },
     async cancel() {
       leave();
       await watch.close();
       finish();
     },
-  }, { highWaterMark: 0 });
+  }, { highWaterMark: CONNECT_BODY_HIGH_WATER_BYTES, size: (chunk) => chunk.byteLength });
 }
 
 /**

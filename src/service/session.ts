@@ -12,7 +12,7 @@
  */
 import type { AppK8sClient, SubscribeTarget } from "../flyte/app-client.ts";
 import type { WatchResponse } from "../flyte/model.ts";
-import { LaggingError, type SubscriptionStart } from "../flyte/subscriptions.ts";
+import { LaggingError, type Receiver, type SubscriptionStart } from "../flyte/subscriptions.ts";
 import type { Logger } from "../log.ts";
 import type { ServiceMetrics } from "./metrics.ts";
 import { type Clock, realClock } from "../watch/clock.ts";
@@ -95,7 +95,8 @@ export class StreamSessions {
   readonly #metrics: ServiceMetrics;
   readonly #log: Logger;
   readonly #perClient = new Map<string, number>();
-  readonly #open = new Set<AbortController>();
+  /** How to stop each open stream. */
+  readonly #open = new Set<() => void>();
   /** One timer for every stream's heartbeat (see ticker.ts), not an interval per stream. */
   readonly #heartbeats: Ticker;
   #closing: string | undefined;
@@ -166,7 +167,7 @@ export class StreamSessions {
   /** Ends every open stream and refuses new ones with `reason`. */
   close(reason: string): void {
     this.#closing = reason;
-    for (const stop of [...this.#open]) stop.abort();
+    for (const stop of [...this.#open]) stop();
   }
 
   /**
@@ -174,89 +175,111 @@ export class StreamSessions {
    * behaviour; returns why it ended. `signal` aborts when the client leaves.
    */
   async run(slot: Slot, request: StreamRequest, sink: StreamSink, signal: AbortSignal): Promise<StreamEnd> {
-    const stop = new AbortController();
-    const onClientGone = () => stop.abort();
-    signal.addEventListener("abort", onClientGone, { once: true });
-    if (signal.aborted) stop.abort();
+    // What stopping does changes as the stream goes: first it only marks it, then (catching up) it
+    // aborts the wait, then (subscribed) it closes the subscription.
+    let stopped = signal.aborted;
+    let onStop: () => void = () => {};
+    const stop = () => {
+      stopped = true;
+      onStop();
+    };
+    signal.addEventListener("abort", stop, { once: true });
     this.#open.add(stop);
     try {
-      return await this.#pump(request, sink, stop.signal, signal);
+      if (request.resume !== undefined && !stopped) {
+        // A token from a replica slightly ahead of this one: wait briefly, then resume exactly.
+        const wait = new AbortController();
+        onStop = () => wait.abort();
+        await this.#client.catchUp(request.resume, this.#options.catchUpMs, wait.signal);
+      }
+      if (stopped) return { reason: "closed" };
+      return await this.#stream(request, sink, signal, (fn) => (onStop = fn));
     } finally {
-      signal.removeEventListener("abort", onClientGone);
+      signal.removeEventListener("abort", stop);
       this.#open.delete(stop);
       slot.release();
     }
   }
 
-  async #pump(request: StreamRequest, sink: StreamSink, stop: AbortSignal, clientSignal: AbortSignal): Promise<StreamEnd> {
+  /**
+   * The stream itself, with no task of its own: the subscription hands each item to the sink in
+   * the hub's publishing call while the sink is below its high-water mark (the fast path); a full
+   * sink stalls it, and the sink's drain signal drains it (the policy path: coalesce, drop, lag).
+   */
+  #stream(request: StreamRequest, sink: StreamSink, clientSignal: AbortSignal, onStop: (fn: () => void) => void): Promise<StreamEnd> {
     const client = this.#client;
     const metrics = this.#metrics;
-    if (request.resume !== undefined && !stop.aborted) {
-      // A token from a replica slightly ahead of this one: wait briefly, then resume exactly.
-      await client.catchUp(request.resume, this.#options.catchUpMs, stop);
-    }
-    if (stop.aborted) return { reason: "closed" };
+    const log = this.#log;
     const sub = client.subscribe(request.target, { snapshot: request.snapshot, ...(request.resume !== undefined ? { resume: request.resume } : {}) });
     // Taken in the same turn as the subscription: the position its snapshot or replay is consistent at.
     const position = client.token();
     metrics.subscriberOpened(request.targetKind, sub);
-    const onStop = () => sub.close();
-    stop.addEventListener("abort", onStop, { once: true });
 
-    let end: StreamEnd = { reason: "ended" };
-    const deliver = (item: SessionItem): boolean => {
-      const r = sink.send(item);
-      if (r === "ok") {
-        metrics.frameSent(item.kind === "event" ? eventKind(item.event) : item.kind);
-        return true;
-      }
-      if (r === "dropped") {
-        metrics.framesDroppedByRuntime++;
-        end = { reason: "dropped" };
-        this.#log.error("the runtime dropped a frame (send buffer over its limit); closing the stream", { kind: item.kind });
-      } else {
-        end = { reason: "closed" };
-      }
-      sub.close();
-      return false;
-    };
-    const stopHeartbeat = sink.heartbeats
-      ? this.#heartbeats.add(() => {
-        if (!sub.closed && !sink.full()) deliver({ kind: "heartbeat", token: sub.resumeToken(client.token()) });
-      })
-      : () => {};
-
-    try {
-      if (!deliver({ kind: "start", start: sub.start, snapshotSize: sub.snapshotSize, position, ...(this.#options.sandbox ? { sandbox: true } : {}) })) return end;
-      for await (const item of sub.items()) {
-        if (sink.full() && !stop.aborted && !sub.closed) {
-          // Wait for the sink, or for the subscription to end (a lagging consumer under `disconnect`).
-          const wait = AbortSignal.any([stop, sub.signal]);
-          while (sink.full() && !wait.aborted) {
-            metrics.backpressureWaits++;
-            await sink.drained(wait);
-          }
+    return new Promise<StreamEnd>((resolve) => {
+      let end: StreamEnd = { reason: "ended" };
+      let stopHeartbeat = () => {};
+      let cancelWait: (() => void) | undefined;
+      const finish = (error?: Error) => {
+        stopHeartbeat();
+        cancelWait?.();
+        if (error instanceof LaggingError) {
+          end = { reason: "lagging", message: error.message };
+          sink.send({ kind: "error", code: "lagging", message: error.message });
         }
-        if (stop.aborted) break;
-        // Closed while waiting: the next take ends the loop, or throws LaggingError (disconnect policy).
-        if (sub.closed) continue;
-        const ok = item.synced !== undefined
-          ? deliver({ kind: "synced", token: item.token, after: item.synced })
-          : deliver({ kind: "event", event: item.event, ...tokenOf(item.token ?? (sub.pending === 0 ? client.token() : undefined)) });
-        if (!ok) break;
+        metrics.subscriberClosed(request.targetKind, sub);
+        resolve(clientSignal.aborted ? { reason: "closed" } : end);
+      };
+      const deliver = (item: SessionItem): boolean => {
+        const r = sink.send(item);
+        if (r === "ok") {
+          metrics.frameSent(item.kind === "event" ? eventKind(item.event) : item.kind);
+          return true;
+        }
+        if (r === "dropped") {
+          metrics.framesDroppedByRuntime++;
+          end = { reason: "dropped" };
+          log.error("the runtime dropped a frame (send buffer over its limit); closing the stream", { kind: item.kind });
+        } else {
+          end = { reason: "closed" };
+        }
+        return false;
+      };
+      const receiver: Receiver = {
+        ready: () => !sink.full(),
+        take: (item, pending) =>
+          item.synced !== undefined
+            ? deliver({ kind: "synced", token: item.token, after: item.synced })
+            : deliver({ kind: "event", event: item.event, ...tokenOf(item.token ?? (pending === 0 ? client.token() : undefined)) }),
+        stalled: () => {
+          metrics.backpressureWaits++;
+          const wait = new AbortController();
+          cancelWait = () => wait.abort();
+          sink.drained(wait.signal).then(() => {
+            cancelWait = undefined;
+            if (sub.closed) return;
+            // Woken but still full: the sink's transport is gone (a drain signal only fires below the mark).
+            if (sink.full()) {
+              end = { reason: "closed" };
+              return sub.close();
+            }
+            sub.drain();
+          });
+        },
+        ended: finish,
+      };
+      if (!deliver({ kind: "start", start: sub.start, snapshotSize: sub.snapshotSize, position, ...(this.#options.sandbox ? { sandbox: true } : {}) })) {
+        sub.close();
+        return finish();
       }
-    } catch (err) {
-      if (!(err instanceof LaggingError)) throw err;
-      end = { reason: "lagging", message: err.message };
-      sink.send({ kind: "error", code: "lagging", message: err.message });
-    } finally {
-      stopHeartbeat();
-      stop.removeEventListener("abort", onStop);
-      sub.close();
-      metrics.subscriberClosed(request.targetKind, sub);
-    }
-    if (clientSignal.aborted) return { reason: "closed" };
-    return end;
+      if (sink.heartbeats) {
+        stopHeartbeat = this.#heartbeats.add(() => {
+          if (!sub.closed && !sink.full()) deliver({ kind: "heartbeat", token: sub.resumeToken(client.token()) }) || sub.close();
+        });
+      }
+      onStop(() => sub.close());
+      // Attached, the subscription's snapshot or replay goes out now, as far as the sink takes it.
+      sub.attach(receiver);
+    });
   }
 }
 
