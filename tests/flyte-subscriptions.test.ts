@@ -181,3 +181,100 @@ describe("Subscription: bounded buffers and slow-consumer policies", () => {
     assert.ok(fastSeen.length > 1000, "the fast subscriber was served throughout");
   });
 });
+
+/** A receiver whose readiness the test sets; records what it took and how often it stalled. */
+function receiver(s: Subscription, opts: { ready?: boolean; accept?: (n: number) => boolean } = {}) {
+  const r = {
+    isReady: opts.ready ?? true,
+    took: [] as string[],
+    tokens: [] as (string | undefined)[],
+    stalls: 0,
+    ended: [] as (Error | undefined)[],
+  };
+  s.attach({
+    ready: () => r.isReady,
+    take: (item) => {
+      r.took.push(item.event ? show(item.event) : `synced ${item.synced}`);
+      r.tokens.push(item.token);
+      return opts.accept ? opts.accept(r.took.length) : true;
+    },
+    stalled: () => void r.stalls++,
+    ended: (error) => void r.ended.push(error),
+  });
+  return r;
+}
+
+describe("Subscription with a receiver: the synchronous fast path and the drain path", () => {
+  test("a ready receiver gets each change inside push(), nothing is queued, and the snapshot goes first at attach", () => {
+    const s = new Subscription({ policy: "coalesce", bufferSize: 2 });
+    s.preload([create("a"), create("b")], { token: "T0" });
+    const r = receiver(s);
+    assert.deepEqual(r.took, ["create a@0", "create b@0", "synced snapshot"], "attach hands out the preloaded snapshot and its marker");
+    for (let i = 1; i <= 10; i++) {
+      assert.equal(s.push({ ...update("a", i), token: `T${i}` }), true);
+      // Synchronous: taken before push() returned, and nothing waits.
+      assert.equal(r.took.at(-1), `update a@${i}`);
+      assert.equal(s.pending, 0);
+    }
+    assert.equal(r.tokens.at(-1), "T10");
+    assert.equal(r.stalls, 0);
+    assert.equal(s.stats().delivered, 12);
+  });
+
+  test("a receiver that is not ready: changes queue under the policy, it is told once, and drain() delivers the net change in order", () => {
+    const s = new Subscription({ policy: "coalesce", bufferSize: 2 });
+    const r = receiver(s);
+    s.push(create("a"));
+    assert.deepEqual(r.took, ["create a@0"]);
+    r.isReady = false;
+    for (let i = 1; i <= 50; i++) s.push(update("a", i));
+    s.push(create("b"));
+    s.mark("resync", "R");
+    assert.equal(r.stalls, 1, "one stall per backlog, not one per change");
+    assert.equal(r.took.length, 1, "nothing is handed out while not ready");
+    assert.ok(s.stats().coalesced > 0);
+    // Still not ready: drain() hands out nothing and stalls again.
+    s.drain();
+    assert.equal(r.stalls, 2);
+    r.isReady = true;
+    s.drain();
+    assert.deepEqual(r.took, ["create a@0", "update a@50", "create b@0", "synced resync"]);
+    // Back on the fast path.
+    s.push(update("b", 1));
+    assert.equal(r.took.at(-1), "update b@1");
+    assert.equal(s.pending, 0);
+  });
+
+  test("a change pushed while a backlog waits goes behind it, even once the receiver is ready again (order is kept)", () => {
+    const s = new Subscription({ policy: "drop", bufferSize: 10 });
+    const r = receiver(s, { ready: false });
+    s.push(create("a"));
+    s.push(create("b"));
+    // Ready, but its drain signal has not fired yet: c must not overtake a and b.
+    r.isReady = true;
+    s.push(create("c"));
+    assert.deepEqual(r.took, []);
+    s.drain();
+    assert.deepEqual(r.took, ["create a@0", "create b@0", "create c@0"]);
+    assert.equal(s.pending, 0);
+  });
+
+  test("take() returning false ends the subscription and tells the receiver; disconnect fails it with a LaggingError", () => {
+    const s = new Subscription({ policy: "coalesce", bufferSize: 2 });
+    const r = receiver(s, { accept: (n) => n < 2 });
+    s.push(create("a"));
+    assert.equal(s.closed, false);
+    assert.equal(s.push(create("b")), false, "the receiver refused it: the stream is over");
+    assert.equal(s.closed, true);
+    assert.deepEqual(r.ended, [undefined]);
+
+    const lag = new Subscription({ policy: "disconnect", bufferSize: 2 });
+    const l = receiver(lag, { ready: false });
+    lag.push(create("a"));
+    lag.push(create("b"));
+    lag.push(create("c"));
+    assert.equal(l.ended.length, 1);
+    assert.ok(l.ended[0] instanceof LaggingError);
+    assert.deepEqual(l.took, []);
+  });
+});
