@@ -1,75 +1,61 @@
 /**
- * Node: `@hono/node-server` 2.x with a `ws` WebSocketServer in `noServer`
- * mode. Node's `ws` does not ping by itself: {@link ServerAdapter.keepAlive} pings from one
- * {@link Ticker} per adapter; the drain signal is the TCP socket's `drain` event.
+ * Node: `@hono/node-server` 2.x for requests, and a `ws` WebSocketServer in `noServer` mode for
+ * WebSockets, upgraded here rather than by node-server's `upgradeWebSocket`. Node's `ws` does not
+ * ping by itself: {@link ServerAdapter.keepAlive} pings from one {@link Ticker} per adapter; the
+ * drain signal is the TCP socket's `drain` event.
+ *
+ * Why the upgrade is ours: node-server's helper keeps, for the whole life of each socket, the Hono
+ * `Context` of its upgrade request (and through it the `Request`, its `Headers`, node-server's
+ * request wrapper and the `IncomingMessage`) plus a `URL`, because its event closures share the
+ * scope that read `c.req.url`. Here the request is gone once the handshake is answered: a socket
+ * holds its `ws`, its events and a `WSContext` with no URL (B3 idle, 4,000 subscribers: 18.0 →
+ * 9.8 KiB of JS heap per subscriber, with the fast path's smaller session).
  *
  * Node hands every request with `Upgrade` and `Connection: Upgrade` to the `upgrade` event, not to
- * the request handler, and node-server answers only WebSocket upgrades there — with a bare status
- * line when it does not upgrade, and nothing at all for other upgrades (`h2c`), so the client
- * hangs. Here every such request that does not become a WebSocket gets its whole answer (status,
- * headers, body), as on Deno and Bun: a refusal names its problem, and any other route (or method)
- * answers as without the header.
+ * the request handler. Each one is answered here in full: a WebSocket the app accepted is handed to
+ * `ws`; anything else (a refused handshake, another route, `h2c`, …) gets its whole answer (status,
+ * headers, body) as on Deno and Bun, so a refusal names its problem.
  * @module
  */
 import { STATUS_CODES } from "node:http";
+import process from "node:process";
 import type { Duplex } from "node:stream";
 import type { IncomingMessage } from "node:http";
-import { serve, upgradeWebSocket as nodeUpgradeWebSocket } from "@hono/node-server";
+import { serve } from "@hono/node-server";
 import { getConnInfo } from "@hono/node-server/conninfo";
-import { type UpgradeWebSocket, WSContext } from "hono/ws";
-import { WebSocketServer } from "ws";
+import { defineWebSocketHelper, type UpgradeWebSocket, type WSEvents, WSContext } from "hono/ws";
+import { type WebSocket, WebSocketServer } from "ws";
 import { Ticker } from "../ticker.ts";
 import { type AdapterOptions, type ServerAdapter, type SocketSink, urlHost } from "./types.ts";
 
-/** Set on a request's env once node-server has taken its socket for a WebSocket. */
-const UPGRADING = Symbol("appwatch.upgrading");
-type Env = { incoming?: { socket?: Duplex; method?: string }; outgoing?: unknown; [UPGRADING]?: boolean };
-type Events = { onOpen?: (evt: Event, ws: WSContext<unknown>) => void; onClose?: (evt: CloseEvent, ws: WSContext<unknown>) => void };
+/** Set on an upgrade request's env by {@link upgradeWebSocket}: the app accepted it as a WebSocket with these events. */
+const ACCEPTED = Symbol("appwatch.ws-accepted");
+type Events = WSEvents<unknown>;
+/** The env of a request from the `upgrade` event (node-server's request handler sets `outgoing` too). */
+type Env = { incoming?: { socket?: Duplex; method?: string }; outgoing?: unknown; [ACCEPTED]?: Events };
 
 /**
- * node-server's `upgradeWebSocket`, noting on the env that the socket is node-server's now. A
- * handshake `ws` refuses (an invalid subprotocol, …) or whose client leaves before the 101 fires no
- * WebSocket event at all; its `onClose` is fired here when the socket closes unopened, so the
- * stream slot comes back with the connection, not only at app.ts's handshake deadline.
+ * Hono's `upgradeWebSocket` for this adapter: on a request from the `upgrade` event it only notes
+ * the events on the env (200 for now; the 101 is `ws`'s, in {@link accept}). A request that came
+ * through the request handler (no `Connection: Upgrade`) can never become a WebSocket: `next()`.
  */
-const upgradeWebSocket = ((createEvents: (c: unknown) => Events | Promise<Events>, options: unknown) => {
-  const opened = new WeakMap<object, { opened: boolean; events: Events }>();
-  const track = async (c: object) => {
-    const events = await createEvents(c);
-    const state = { opened: false, events };
-    opened.set(c, state);
-    return { ...events, onOpen: (evt: Event, ws: WSContext<unknown>) => ((state.opened = true), events.onOpen?.(evt, ws)) };
-  };
-  const middleware = (nodeUpgradeWebSocket as unknown as (e: unknown, o: unknown) => (c: { env?: Env }, next: () => Promise<void>) => Promise<Response | undefined>)(track, options);
-  return async (c: { env?: Env }, next: () => Promise<void>) => {
-    // Answered by node-server's request handler (no `Connection: Upgrade`): it can never become a WebSocket.
-    if (c.env?.outgoing !== undefined) return await next();
-    const res = await middleware(c, next);
-    const state = opened.get(c);
-    const socket = c.env?.incoming?.socket;
-    if (!res || !c.env || !state || !socket) return res;
-    c.env[UPGRADING] = true;
-    const unopened = () => {
-      if (state.opened) return;
-      state.opened = true; // once
-      const evt = Object.assign(new Event("close"), { code: 1006, reason: "handshake not completed", wasClean: false }) as CloseEvent;
-      state.events.onClose?.(evt, new WSContext({ send() {}, close() {}, readyState: 3 }));
-    };
-    if (socket.destroyed) unopened();
-    else socket.once("close", unopened);
-    return res;
-  };
-}) as unknown as UpgradeWebSocket<unknown>;
+const upgradeWebSocket: UpgradeWebSocket<unknown> = defineWebSocketHelper((c, events) => {
+  const env = c.env as Env | undefined;
+  if (!env?.incoming || env.outgoing !== undefined) return;
+  if (c.req.header("upgrade")?.toLowerCase() !== "websocket") return;
+  env[ACCEPTED] = events;
+  return new Response(null);
+});
 
 /** The Node adapter. */
 export function createAdapter({ maxPayloadBytes }: Required<AdapterOptions>): ServerAdapter {
   const tickers = new Map<number, Ticker>(); // one per ping period, this adapter's own
-  const encode = lastEncoded();
+  const writer = new SocketWriter();
   return {
     runtime: "node",
     upgradeWebSocket,
     clientAddress: (c) => getConnInfo(c).remote.address,
-    socket: (ws) => nodeSocket(ws.raw as WsSocket, encode),
+    socket: (ws) => new NodeSocket(ws.raw as WsSocket, writer),
     keepAlive(ws, everyMs) {
       let ticker = tickers.get(everyMs);
       if (!ticker) tickers.set(everyMs, (ticker = new Ticker(everyMs)));
@@ -80,15 +66,11 @@ export function createAdapter({ maxPayloadBytes }: Required<AdapterOptions>): Se
       return new Promise((resolve, reject) => {
         const fetch = async (req: Request, env: Env) => {
           const own = withMethod(req, env?.incoming?.method);
-          const res = own ? await handler(own, env) : new Response("404 Not Found", { status: 404, headers: { "content-type": "text/plain; charset=UTF-8" } });
-          const socket = env?.incoming?.socket;
-          // From the `upgrade` event (no `outgoing`) and not a WebSocket: node-server would not answer it whole.
-          if (env && env.outgoing === undefined && !env[UPGRADING] && socket && !socket.destroyed) await writeResponse(socket, res);
-          return res;
+          return own ? await handler(own, env) : notFound();
         };
         // Header deadline: Node's default is 60 s, checked every 30 s (a half-sent request lived ~90 s).
         const serverOptions = { headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1000 };
-        const server = serve({ fetch, port, hostname, serverOptions, websocket: { server: wss } }, (info) => {
+        const server = serve({ fetch, port, hostname, serverOptions }, (info) => {
           resolve({
             url: `http://${urlHost(hostname)}:${info.port}`,
             port: info.port,
@@ -103,21 +85,27 @@ export function createAdapter({ maxPayloadBytes }: Required<AdapterOptions>): Se
           });
         });
         server.once("error", reject);
-        // Upgrades other than WebSocket (h2c, …): node-server ignores them; answer as a plain request.
-        server.on("upgrade", (incoming: IncomingMessage, socket: Duplex) => {
-          if (incoming.headers.upgrade?.toLowerCase() === "websocket") return;
-          socket.on("error", () => {});
-          const headers = new Headers();
-          for (const [k, v] of Object.entries(incoming.headers)) {
-            if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(", ") : v);
-          }
-          const url = `http://${incoming.headers.host ?? "localhost"}${incoming.url ?? "/"}`;
-          Promise.resolve(handler(new Request(url, { method: incoming.method ?? "GET", headers }), { incoming }))
-            .then((res) => writeResponse(socket, res), () => socket.destroy());
+        // Every upgrade request: the app answers it; a WebSocket it accepted goes to `ws`, anything else is written whole.
+        server.on("upgrade", (incoming: IncomingMessage, socket: Duplex, head: Buffer) => {
+          socket.on("error", ignore);
+          const req = upgradeRequest(incoming);
+          const env: Env = { incoming, outgoing: undefined };
+          Promise.resolve(req ? handler(req, env) : notFound()).then((res) => {
+            const events = env[ACCEPTED];
+            if (events !== undefined && res.status === 200) return accept(wss, incoming, socket, head, events);
+            return writeResponse(socket, res);
+          }).catch(() => socket.destroy());
         });
       });
     },
   };
+}
+
+/** A listener that must not close over anything: it stays on the socket for its whole life. */
+function ignore(): void {}
+
+function notFound(): Response {
+  return new Response("404 Not Found", { status: 404, headers: { "content-type": "text/plain; charset=UTF-8" } });
 }
 
 /**
@@ -134,18 +122,81 @@ function withMethod(req: Request, method: string | undefined): Request | undefin
   }
 }
 
+/** An upgrade request as a fetch `Request` (with the method sent); undefined if it cannot be one (TRACE, a bad Host). */
+function upgradeRequest(incoming: IncomingMessage): Request | undefined {
+  const headers = new Headers();
+  for (const [k, v] of Object.entries(incoming.headers)) {
+    if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(", ") : v);
+  }
+  const target = incoming.url ?? "/";
+  const scheme = (incoming.socket as { encrypted?: boolean }).encrypted ? "https" : "http";
+  try {
+    const url = /^https?:\/\//i.test(target) ? target : `${scheme}://${incoming.headers.host ?? "localhost"}${target}`;
+    return new Request(url, { method: incoming.method ?? "GET", headers });
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Hands an accepted upgrade to `ws`. A handshake `ws` refuses (a bad key, …) or whose client
+ * leaves before the 101 opens no WebSocket; its `onClose` fires when the socket closes unopened,
+ * so the stream slot comes back with the connection, not only at the handshake deadline.
+ */
+function accept(wss: WebSocketServer, incoming: IncomingMessage, socket: Duplex, head: Buffer, events: Events): void {
+  let settled = false;
+  const unopened = () => {
+    if (settled) return;
+    settled = true;
+    events.onClose?.(closeEvent(1006, "handshake not completed"), new WSContext({ send() {}, close() {}, readyState: 3 }));
+  };
+  if (socket.destroyed) return unopened();
+  socket.once("close", unopened);
+  wss.handleUpgrade(incoming, socket, head, (ws) => {
+    socket.off("close", unopened);
+    settled = true;
+    wire(ws, events);
+  });
+}
+
+/** `ws`'s events as Hono's; the context holds the socket and nothing of the request. */
+function wire(ws: WebSocket, events: Events): void {
+  const ctx = new WSContext<unknown>({
+    send: (data) => ws.send(data as string),
+    close: (code, reason) => ws.close(code, reason),
+    raw: ws,
+    get readyState() {
+      return ws.readyState as 0 | 1 | 2 | 3;
+    },
+    protocol: ws.protocol,
+  });
+  ws.on("message", (data, isBinary) => {
+    const buf = data as Buffer;
+    const payload = isBinary ? buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength) as ArrayBuffer : buf.toString("utf8");
+    events.onMessage?.(new MessageEvent("message", { data: payload }), ctx);
+  });
+  ws.on("close", (code, reason) => events.onClose?.(closeEvent(code, reason.toString()), ctx));
+  ws.on("error", (error) => events.onError?.(Object.assign(new Event("error"), { error }), ctx));
+  events.onOpen?.(new Event("open"), ctx);
+}
+
+/** Node 20 has no global `CloseEvent`. */
+function closeEvent(code: number, reason: string): CloseEvent {
+  return Object.assign(new Event("close"), { code, reason, wasClean: code !== 1006 }) as CloseEvent;
+}
+
 /** How long a client may take to send its request headers (Bun's own limit is about 10 s too). */
 const HEADERS_TIMEOUT_MS = 10_000;
 
 /** Writes a complete HTTP/1.1 response on a raw upgrade socket and closes it. */
 async function writeResponse(socket: Duplex, res: Response): Promise<void> {
   const body = new Uint8Array(await res.arrayBuffer());
+  if (socket.destroyed) return;
   const lines = [`HTTP/1.1 ${res.status} ${STATUS_CODES[res.status] ?? ""}`];
   res.headers.forEach((value, key) => {
     if (key !== "content-length" && key !== "connection" && key !== "transfer-encoding") lines.push(`${key}: ${value}`);
   });
   lines.push(`content-length: ${body.byteLength}`, "connection: close", "", "");
-  // node-server's own bare refusal, written after this, fails harmlessly (write after end; it ignores socket errors).
   socket.end(Buffer.concat([Buffer.from(lines.join("\r\n")), body]));
 }
 
@@ -164,50 +215,87 @@ interface WsSocket {
 }
 
 /**
- * UTF-8 bytes of the last text sent, shared by every socket of one adapter. The hub hands the same
- * frame string to each subscriber in turn; given a string, `ws` measures and encodes it again for
- * every socket (`Buffer.byteLength`, then the socket write), given a Buffer it frames it as it is.
- * One slot suffices: a broadcast sends one frame to all its sockets before the next.
+ * What every socket of one adapter shares for writing:
+ * - the UTF-8 bytes of the last text sent: the hub hands the same frame string to each subscriber
+ *   in turn; given a string, `ws` measures and encodes it again for every socket, given a Buffer it
+ *   frames it as it is. One slot suffices: a broadcast sends one frame to all its sockets first.
+ * - corking: a socket written to is corked until the current turn's microtasks are done (a
+ *   `nextTick` queued from them runs after them), so every event of one upstream read reaches a
+ *   socket in one `writev`, not one system call per event. `ws` corks and uncorks around each of
+ *   its frames too; Node counts corks, so the outer one holds.
  */
-export function lastEncoded(): (text: string) => Buffer {
-  let text: string | undefined;
-  let bytes = Buffer.alloc(0);
-  return (t) => {
-    if (t !== text) {
-      bytes = Buffer.from(t, "utf8");
-      text = t;
-    }
-    return bytes;
+export class SocketWriter {
+  #text: string | undefined;
+  #bytes: Buffer = Buffer.alloc(0);
+  #corked: Duplex[] = [];
+  readonly #uncork = () => {
+    const corked = this.#corked;
+    this.#corked = [];
+    for (const tcp of corked) tcp.uncork();
   };
+
+  /** The UTF-8 bytes of `text` (shared while the same string is sent). */
+  bytes(text: string): Buffer {
+    if (text !== this.#text) {
+      this.#bytes = Buffer.from(text, "utf8");
+      this.#text = text;
+    }
+    return this.#bytes;
+  }
+
+  /** Corks `tcp` until the end of this turn (once per turn and socket). */
+  cork(tcp: Duplex): void {
+    if (tcp.writableCorked > 0) return; // corked by us already (ws's own corks never outlive its send)
+    if (this.#corked.length === 0) process.nextTick(this.#uncork);
+    tcp.cork();
+    this.#corked.push(tcp);
+  }
 }
 
-function nodeSocket(raw: WsSocket, encode: (text: string) => Buffer): SocketSink {
-  const open = () => raw.readyState === 1;
-  return {
-    send(text) {
-      if (!open()) return "closed";
-      // A text frame from shared bytes (`binary: false`); `ws` never mutates what it is given unmasked.
-      raw.send(encode(text), { binary: false });
-      return "ok";
-    },
-    bufferedAmount: () => raw.bufferedAmount,
-    drained(below, signal) {
-      return new Promise<void>((resolve) => {
-        const tcp = raw._socket;
-        const check = () => {
-          if (raw.bufferedAmount > below && open() && !signal.aborted) return;
-          tcp?.off("drain", check);
-          raw.off("close", check);
-          signal.removeEventListener("abort", check);
-          resolve();
-        };
-        tcp?.on("drain", check);
-        raw.once("close", check);
-        signal.addEventListener("abort", check);
-        check();
-      });
-    },
-  };
+/** `ws.send`'s options for a text frame from bytes (`ws` copies them: one object serves every send). */
+const TEXT_FRAME = { binary: false } as const;
+
+/** One `ws` WebSocket as a {@link SocketSink}: one object, no closures. */
+class NodeSocket implements SocketSink {
+  readonly #raw: WsSocket;
+  readonly #writer: SocketWriter;
+
+  constructor(raw: WsSocket, writer: SocketWriter) {
+    this.#raw = raw;
+    this.#writer = writer;
+  }
+
+  send(text: string): "ok" | "closed" {
+    const raw = this.#raw;
+    if (raw.readyState !== 1) return "closed";
+    const tcp = raw._socket;
+    if (tcp !== undefined) this.#writer.cork(tcp);
+    // A text frame from shared bytes; `ws` never mutates what it is given unmasked.
+    raw.send(this.#writer.bytes(text), TEXT_FRAME);
+    return "ok";
+  }
+
+  bufferedAmount(): number {
+    return this.#raw.bufferedAmount;
+  }
+
+  drained(below: number, signal: AbortSignal): Promise<void> {
+    const raw = this.#raw;
+    return new Promise<void>((resolve) => {
+      const tcp = raw._socket;
+      const check = () => {
+        if (raw.bufferedAmount > below && raw.readyState === 1 && !signal.aborted) return;
+        tcp?.off("drain", check);
+        raw.off("close", check);
+        signal.removeEventListener("abort", check);
+        resolve();
+      };
+      tcp?.on("drain", check);
+      raw.once("close", check);
+      signal.addEventListener("abort", check);
+      check();
+    });
+  }
 }
 
 /**
