@@ -128,7 +128,7 @@ export class AppHub {
   readonly #options: AppHubOptions;
   readonly #shown = new Map<string, Shown>(); // by appKey
   readonly #byPdn = new Map<string, Set<string>>(); // project/domain/name → appKeys
-  readonly #subs = new Map<Subscription, (id: Identifier | undefined) => boolean>();
+  readonly #subs = new Set<Subscription>();
   /**
    * Candidates by index key: exact-app targets under `a\n<project>\n<domain>\n<name>`, project
    * targets under `p\n<project>\n<domain>`, everything else under "" (scanned for every change). A
@@ -194,7 +194,7 @@ export class AppHub {
 
   /** Ends every subscription and forgets every App (the watch stopped). */
   clear(): void {
-    for (const s of [...this.#subs.keys()]) s.close();
+    for (const s of [...this.#subs]) s.close();
     this.#shown.clear();
     this.#byPdn.clear();
   }
@@ -219,7 +219,7 @@ export class AppHub {
   relisted(stream: string, resourceVersion: string): void {
     this.journal.reset(stream, resourceVersion);
     const token = this.journal.token();
-    for (const sub of this.#subs.keys()) sub.mark("resync", token);
+    for (const sub of this.#subs) sub.mark("resync", token);
     this.#wakeMoved();
   }
 
@@ -265,6 +265,7 @@ export class AppHub {
     const match = matcher(target);
     const key = indexKey(target);
     const sub = new Subscription({
+      matches: match,
       policy: this.#options.policy,
       bufferSize: this.#options.bufferSize,
       logger: this.#options.logger,
@@ -296,7 +297,7 @@ export class AppHub {
       if (sub.start.kind !== "snapshot") sub.start = { kind: "snapshot" };
     }
     metrics.starts[sub.start.kind]++;
-    this.#subs.set(sub, match);
+    this.#subs.add(sub);
     if (!sub.closed) {
       let slot = this.#index.get(key);
       if (!slot) this.#index.set(key, slot = new Set());
@@ -325,7 +326,7 @@ export class AppHub {
   #pushTo(candidates: Set<Subscription> | undefined, id: Identifier | undefined, change: AppChange): void {
     if (!candidates) return;
     for (const sub of candidates) {
-      if (this.#subs.get(sub)?.(id)) sub.push(change);
+      if (sub.matches(id)) sub.push(change);
     }
   }
 

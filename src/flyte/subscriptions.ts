@@ -15,7 +15,7 @@
  */
 import type { Logger } from "../log.ts";
 import { silentLogger } from "../log.ts";
-import type { App, WatchResponse } from "./model.ts";
+import type { App, Identifier, WatchResponse } from "./model.ts";
 import type { ResumeFailure } from "./journal.ts";
 
 /** What to do with a subscriber whose buffer is full. */
@@ -32,6 +32,8 @@ export interface AppChange {
   event: WatchResponse;
   /** Resume token of the watch position right after this change (see journal.ts). */
   token?: string;
+  /** Not a marker (see {@link SubscriptionItem}). */
+  synced?: undefined;
 }
 
 /**
@@ -41,8 +43,8 @@ export interface AppChange {
  * every resulting change) with the token of that point.
  */
 export type SubscriptionItem =
-  | { event: WatchResponse; token?: string; synced?: undefined }
-  | { synced: "snapshot" | "resume" | "resync"; token: string; event?: undefined };
+  | { readonly event: WatchResponse; readonly token?: string; readonly synced?: undefined }
+  | { readonly synced: "snapshot" | "resume" | "resync"; readonly token: string; readonly event?: undefined };
 
 /** See {@link Subscription.start}. */
 export type SubscriptionStart =
@@ -72,7 +74,8 @@ export interface Receiver {
 /** A queued marker (FIFO entries without an event). */
 interface Marker {
   key: "";
-  marker: "snapshot" | "resume" | "resync";
+  event?: undefined;
+  synced: "snapshot" | "resume" | "resync";
   token: string;
 }
 type Queued = AppChange | Marker;
@@ -96,6 +99,8 @@ function kindOf(e: WatchResponse): Kind {
 export function appOf(e: WatchResponse): App {
   return "createEvent" in e ? e.createEvent.app : "updateEvent" in e ? e.updateEvent.updatedApp : e.deleteEvent.app;
 }
+
+const everything = () => true;
 
 /** Net pending change of one app while coalescing. */
 interface Net {
@@ -123,6 +128,8 @@ export class Subscription implements AsyncIterable<WatchResponse> {
   start: SubscriptionStart = { kind: "live" };
   readonly policy: SlowConsumerPolicy;
   readonly bufferSize: number;
+  /** Whether an app of this identity is one this subscription asked for (the hub's filter). */
+  readonly matches: (id: Identifier | undefined) => boolean;
   readonly #log: Logger;
   readonly #onClose: (s: Subscription) => void;
   // FIFO while there is room; a per-app net-change map once coalescing.
@@ -144,7 +151,8 @@ export class Subscription implements AsyncIterable<WatchResponse> {
   #error: Error | undefined;
   readonly #stats = { delivered: 0, dropped: 0, coalesced: 0 };
 
-  constructor(options: { policy: SlowConsumerPolicy; bufferSize: number; logger?: Logger; onClose?: (s: Subscription) => void }) {
+  constructor(options: { policy: SlowConsumerPolicy; bufferSize: number; logger?: Logger; onClose?: (s: Subscription) => void; matches?: (id: Identifier | undefined) => boolean }) {
+    this.matches = options.matches ?? everything;
     this.policy = options.policy;
     this.bufferSize = Math.max(1, options.bufferSize);
     this.#log = options.logger ?? silentLogger;
@@ -198,7 +206,7 @@ export class Subscription implements AsyncIterable<WatchResponse> {
     this.#reserved = changes.length;
     if (options.token !== undefined) {
       // The consumer is consistent as of `token` once it has taken these changes.
-      this.#fifo.push({ key: "", marker: snapshot ? "snapshot" : "resume", token: options.token });
+      this.#fifo.push({ key: "", synced: snapshot ? "snapshot" : "resume", token: options.token });
       this.#reserved++;
     }
     this.#queued();
@@ -238,7 +246,7 @@ export class Subscription implements AsyncIterable<WatchResponse> {
   /** Queues an in-band marker: every change pushed before it is part of a consistent state at `token`. */
   mark(marker: "resync", token: string): void {
     if (this.#closed) return;
-    const m: Marker = { key: "", marker, token };
+    const m: Marker = { key: "", synced: marker, token };
     if (this.#direct()) {
       this.#handOut(m, this.#receiver!);
       return;
@@ -278,7 +286,7 @@ export class Subscription implements AsyncIterable<WatchResponse> {
         this.#net = new Map();
         this.#reserved = 0;
         for (const c of this.#fifo.splice(0)) {
-          if ("marker" in c) this.#markerAfterNet = c;
+          if (c.synced !== undefined) this.#markerAfterNet = c;
           else this.#merge(c);
         }
         this.#merge(change);
@@ -342,16 +350,16 @@ export class Subscription implements AsyncIterable<WatchResponse> {
 
   /** An item leaves the subscription: what the consumer knows, and the position it is brought up to. */
   #account(next: Queued): SubscriptionItem {
-    if ("marker" in next) {
+    // The queued object is the item (no copy per subscriber): a change is shared by everyone it goes to.
+    if (next.synced !== undefined) {
       this.#delivered = next.token;
-      return { synced: next.marker, token: next.token };
+      return next;
     }
     this.#stats.delivered++;
     if (kindOf(next.event) === "delete") this.#known.delete(next.key);
     else this.#known.add(next.key);
-    if (next.token === undefined) return { event: next.event };
-    this.#delivered = next.token;
-    return { event: next.event, token: next.token };
+    if (next.token !== undefined) this.#delivered = next.token;
+    return next;
   }
 
   /** One item to the receiver; false (and closed) when the receiver's stream is over. */

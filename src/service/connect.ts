@@ -364,6 +364,7 @@ export class WatchRun {
     const end = this.sink.end;
     if (end?.reason === "lagging") return new ConnectError(end.message, Code.ResourceExhausted);
     if (end?.reason === "dropped") return new ConnectError("send buffer overflow: reconnect with your resume token", Code.ResourceExhausted);
+    if (end?.reason === "failed") return new ConnectError("internal error", Code.Internal);
     if (this.sink.error !== undefined) {
       this.#log.error("Connect Watch stream failed", { error: errorText(this.sink.error) });
       return new ConnectError("internal error", Code.Internal);

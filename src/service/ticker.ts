@@ -43,10 +43,13 @@ export interface TickerStats {
 }
 
 /** Runs registered callbacks every `periodMs` from one shared interval. */
+/** What a ticker runs each period: a function, or an object's `tick()` (no closure per callback). */
+export type Tickable = (() => void) | { tick(): void };
+
 export class Ticker {
   readonly periodMs: number;
   readonly slots: number;
-  readonly #groups: Set<() => void>[];
+  readonly #groups: Set<Tickable>[];
   readonly #clock: Clock;
   #timer: TimerHandle | undefined;
   #next = 0; // the slot the next tick runs
@@ -61,7 +64,7 @@ export class Ticker {
     this.periodMs = periodMs;
     this.#clock = clock;
     this.slots = Math.max(1, Math.min(MAX_SLOTS, slots ?? Math.floor(periodMs / MIN_SLOT_MS)));
-    this.#groups = Array.from({ length: this.slots }, () => new Set<() => void>());
+    this.#groups = Array.from({ length: this.slots }, () => new Set<Tickable>());
   }
 
   /**
@@ -69,14 +72,19 @@ export class Ticker {
    * returned function is called. Registering the same function twice is one
    * registration.
    */
-  add(fn: () => void): () => void {
-    if (this.#groups.some((g) => g.has(fn))) return () => this.#remove(fn);
+  add(fn: Tickable): () => void {
+    this.enroll(fn);
+    return () => this.remove(fn);
+  }
+
+  /** {@link add} without making a function to undo it: undo with {@link remove}. */
+  enroll(fn: Tickable): void {
+    if (this.#groups.some((g) => g.has(fn))) return;
     let group = this.#groups[0]!;
     for (const g of this.#groups) if (g.size < group.size) group = g;
     group.add(fn);
     this.#size++;
     if (this.#timer === undefined) this.#start();
-    return () => this.#remove(fn);
   }
 
   /** Statistics (see {@link TickerStats}). */
@@ -92,7 +100,8 @@ export class Ticker {
     };
   }
 
-  #remove(fn: () => void): void {
+  /** Stops running `fn` (nothing if it is not registered). */
+  remove(fn: Tickable): void {
     for (const g of this.#groups) {
       if (g.delete(fn)) {
         this.#size--;
@@ -128,7 +137,8 @@ export class Ticker {
     for (const fn of group) {
       n++;
       try {
-        fn();
+        if (typeof fn === "function") fn();
+        else fn.tick();
       } catch {
         this.#errors++;
       }

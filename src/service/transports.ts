@@ -11,12 +11,12 @@ import * as v from "valibot";
 import type { Logger } from "../log.ts";
 import { unrefTimer } from "../runtime.ts";
 import { type Clock, realClock } from "../watch/clock.ts";
-import type { ServerAdapter, SocketSink } from "./adapters/types.ts";
+import type { SendResult, ServerAdapter, SocketSink } from "./adapters/types.ts";
 import { type Frame, frameOf, pongFrame } from "./frames.ts";
 import { errorResponse } from "./errors.ts";
 import type { ServiceMetrics } from "./metrics.ts";
 import { ClientMessageSchema, issuesOf } from "./schemas.ts";
-import type { SessionItem, Slot, StreamRequest, StreamSessions, StreamSink } from "./session.ts";
+import type { SessionItem, Slot, StreamEnd, StreamHandle, StreamRequest, StreamSessions, StreamSink } from "./session.ts";
 
 /** WebSocket close codes appwatch uses (RFC 6455 §7.4). */
 export const CLOSE = {
@@ -49,15 +49,17 @@ export interface TransportContext {
   streams: OpenStreams;
 }
 
-/** A way to end one open stream (a WebSocket close code, or just the end for SSE). */
-export type CloseHook = (code: number, reason: string) => void;
+/** One open stream as shutdown sees it: a way to end it (a WebSocket close code, or just the end for SSE). */
+export interface Closable {
+  shutdown(code: number, reason: string): void;
+}
 
 /**
  * Every open WebSocket and SSE stream (and, by count, the Connect streams): what shutdown ends and
  * waits for. `whenClosed` is woken by the last close, not by polling.
  */
 export class OpenStreams {
-  readonly #hooks = new Set<CloseHook>();
+  readonly #hooks = new Set<Closable>();
   readonly #waiters = new Set<() => void>();
   readonly #others: () => number;
   readonly #clock: Clock;
@@ -68,19 +70,19 @@ export class OpenStreams {
     this.#clock = clock;
   }
 
-  add(hook: CloseHook): void {
+  add(hook: Closable): void {
     this.#hooks.add(hook);
   }
 
   /** A stream's transport is gone (`hook` undefined: one counted elsewhere); wakes the waiters once none is left. */
-  closed(hook?: CloseHook): void {
+  closed(hook?: Closable): void {
     if (hook) this.#hooks.delete(hook);
     if (this.#allClosed()) for (const w of [...this.#waiters]) w();
   }
 
   /** Ends every registered stream. */
   closeAll(code: number, reason: string): void {
-    for (const close of [...this.#hooks]) close(code, reason);
+    for (const stream of [...this.#hooks]) stream.shutdown(code, reason);
   }
 
   /** Resolves once every stream is closed, or after `timeoutMs`. */
@@ -105,80 +107,16 @@ export class OpenStreams {
 
 /** A WebSocket stream; `slot` is released when the session ends, or here if it never starts. */
 export async function webSocketStream(t: TransportContext, c: Context, next: () => Promise<void>, request: StreamRequest, slot: Slot): Promise<Response> {
-  const { runtime: rt, sessions, metrics, log, limits, clock, streams } = t;
-  let started = false;
-  const upgrade = rt.upgradeWebSocket((_c) => {
-    const abort = new AbortController();
-    let stopPing: (() => void) | undefined;
-    let sink: ReturnType<typeof wsSink> | undefined;
-    let closedByServer = false;
-    let gone = false;
-    let opened = false;
-    const closeWith = (ws: WSContext, code: number, reason: string) => {
-      if (closedByServer) return;
-      closedByServer = true;
-      metrics.closed(code);
-      try {
-        ws.close(code, reason);
-      } catch { /* already closed */ }
-      abort.abort();
-    };
-    let shutdownHook: ((code: number, reason: string) => void) | undefined;
-    return {
-      onOpen(_evt, ws) {
-        started = opened = true;
-        metrics.wsConnections++;
-        shutdownHook = (code, reason) => closeWith(ws, code, reason);
-        streams.add(shutdownHook);
-        stopPing = rt.keepAlive(ws, limits.pingMs);
-        sink = wsSink(rt.socket(ws), limits.highWaterMark);
-        sessions.run(slot, request, sink, abort.signal).then((end) => {
-          if (end.reason === "lagging") closeWith(ws, CLOSE.tryAgainLater, "slow consumer: resubscribe with a snapshot");
-          else if (end.reason === "dropped") closeWith(ws, CLOSE.tryAgainLater, "send buffer overflow: reconnect with your resume token");
-          else if (!abort.signal.aborted) closeWith(ws, CLOSE.goingAway, "subscription ended");
-        }, (err) => {
-          log.error("stream failed", { error: err instanceof Error ? err.message : String(err) });
-          closeWith(ws, CLOSE.internal, "internal error");
-        });
-      },
-      onMessage(evt, ws) {
-        const data = evt.data;
-        const size = typeof data === "string" ? new TextEncoder().encode(data).byteLength : data instanceof ArrayBuffer ? data.byteLength : (data as Blob).size ?? 0;
-        if (size > limits.maxMessageBytes) return closeWith(ws, CLOSE.tooBig, `message of ${size} bytes is over the ${limits.maxMessageBytes}-byte limit`);
-        if (typeof data !== "string") return closeWith(ws, CLOSE.policy, "binary messages are not accepted; send JSON text");
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(data);
-        } catch {
-          return closeWith(ws, CLOSE.policy, "message is not JSON");
-        }
-        const msg = v.safeParse(ClientMessageSchema, parsed);
-        if (!msg.success) return closeWith(ws, CLOSE.policy, `unknown message: ${issuesOf(msg.issues).message}`.slice(0, 120));
-        (sink ??= wsSink(rt.socket(ws), limits.highWaterMark)).send({ kind: "pong", id: msg.output.ping.id });
-      },
-      onClose(evt) {
-        // Once only: Deno fires `close` twice when its ping times out.
-        if (gone) return;
-        gone = true;
-        if (!closedByServer) metrics.closed((evt as CloseEvent).code ?? 1005);
-        abort.abort();
-        stopPing?.();
-        if (shutdownHook) streams.closed(shutdownHook);
-        if (opened) metrics.wsConnections--;
-        slot.release(); // the session releases it too; either may come first
-      },
-      onError() {
-        abort.abort();
-      },
-    };
-  });
+  const { runtime: rt, log, clock } = t;
+  const stream = new WsStream(t, request, slot);
+  const upgrade = rt.upgradeWebSocket(() => stream);
   try {
     const res = await upgrade(c, next);
     // Bun and Deno answer a failed upgrade at once; Node answers 200 here and 101 later, so its
     // slot is given back if the socket has not opened by the handshake deadline.
     if (!res || (res.status !== 101 && res.status !== 200)) slot.release();
-    else if (!started) {
-      const timer = clock.setTimeout(() => started || slot.release(), HANDSHAKE_DEADLINE_MS, "handshake");
+    else if (!stream.opened) {
+      const timer = clock.setTimeout(() => stream.opened || slot.release(), HANDSHAKE_DEADLINE_MS, "handshake");
       if (clock === realClock) unrefTimer(timer);
     }
     return res ?? errorResponse(c, 400, "invalid_argument", "WebSocket upgrade failed");
@@ -189,18 +127,123 @@ export async function webSocketStream(t: TransportContext, c: Context, next: () 
   }
 }
 
+/**
+ * One WebSocket stream as one object: Hono's WebSocket events (the adapters call them as methods),
+ * the session's sink (also for pongs) and the shutdown hook. An idle subscriber holds this, its
+ * session and its socket — no closures, no AbortController, nothing of the upgrade request.
+ */
+class WsStream implements StreamSink, Closable {
+  readonly heartbeats = true;
+  readonly #t: TransportContext;
+  readonly #request: StreamRequest;
+  readonly #slot: Slot;
+  #ws: WSContext | undefined;
+  #socket: SocketSink | undefined;
+  #session: StreamHandle | undefined;
+  opened = false;
+  #closedByServer = false;
+  #gone = false;
+
+  constructor(t: TransportContext, request: StreamRequest, slot: Slot) {
+    this.#t = t;
+    this.#request = request;
+    this.#slot = slot;
+  }
+
+  // Hono's WebSocket events.
+
+  onOpen(_evt: Event, ws: WSContext): void {
+    const t = this.#t;
+    this.opened = true;
+    this.#ws = ws;
+    t.metrics.wsConnections++;
+    t.streams.add(this);
+    t.runtime.keepAlive(ws, t.limits.pingMs);
+    this.#socket = t.runtime.socket(ws);
+    this.#session = t.sessions.start(this.#slot, this.#request, this, (end) => this.#ended(end));
+  }
+
+  onMessage(evt: MessageEvent, ws: WSContext): void {
+    const limits = this.#t.limits;
+    const data: unknown = evt.data;
+    const size = typeof data === "string" ? new TextEncoder().encode(data).byteLength : data instanceof ArrayBuffer ? data.byteLength : (data as Blob).size ?? 0;
+    if (size > limits.maxMessageBytes) return this.#close(ws, CLOSE.tooBig, `message of ${size} bytes is over the ${limits.maxMessageBytes}-byte limit`);
+    if (typeof data !== "string") return this.#close(ws, CLOSE.policy, "binary messages are not accepted; send JSON text");
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(data);
+    } catch {
+      return this.#close(ws, CLOSE.policy, "message is not JSON");
+    }
+    const msg = v.safeParse(ClientMessageSchema, parsed);
+    if (!msg.success) return this.#close(ws, CLOSE.policy, `unknown message: ${issuesOf(msg.issues).message}`.slice(0, 120));
+    (this.#socket ??= this.#t.runtime.socket(ws)).send(pongFrame(msg.output.ping.id).json);
+  }
+
+  onClose(evt: CloseEvent): void {
+    // Once only: Deno fires `close` twice when its ping times out.
+    if (this.#gone) return;
+    this.#gone = true;
+    const t = this.#t;
+    if (!this.#closedByServer) t.metrics.closed(evt.code ?? 1005);
+    this.#session?.stop();
+    if (this.opened) {
+      t.streams.closed(this);
+      t.metrics.wsConnections--;
+    }
+    this.#slot.release(); // the session releases it too; either may come first
+  }
+
+  // The session's sink.
+
+  send(item: SessionItem): SendResult {
+    return this.#socket!.send(frameOf(item).json);
+  }
+
+  full(): boolean {
+    return this.#socket!.bufferedAmount() > this.#t.limits.highWaterMark;
+  }
+
+  drained(signal: AbortSignal): Promise<void> {
+    return this.#socket!.drained(this.#t.limits.highWaterMark, signal);
+  }
+
+  /** Shutdown ({@link OpenStreams.closeAll}). */
+  shutdown(code: number, reason: string): void {
+    if (this.#ws) this.#close(this.#ws, code, reason);
+  }
+
+  #ended(end: StreamEnd): void {
+    const ws = this.#ws!;
+    if (end.reason === "lagging") this.#close(ws, CLOSE.tryAgainLater, "slow consumer: resubscribe with a snapshot");
+    else if (end.reason === "dropped") this.#close(ws, CLOSE.tryAgainLater, "send buffer overflow: reconnect with your resume token");
+    else if (end.reason === "failed") this.#close(ws, CLOSE.internal, "internal error");
+    else if (!this.#gone) this.#close(ws, CLOSE.goingAway, "subscription ended");
+  }
+
+  #close(ws: WSContext, code: number, reason: string): void {
+    if (this.#closedByServer) return;
+    this.#closedByServer = true;
+    this.#t.metrics.closed(code);
+    try {
+      ws.close(code, reason);
+    } catch { /* already closed */ }
+    this.#session?.stop();
+  }
+}
+
 /** An SSE stream: the session's items as `event:`/`id:`/`data:` records; its pulls are the drain signal. */
 export function sseStream(t: Omit<TransportContext, "runtime">, request: StreamRequest, slot: Slot): Response {
-  const { sessions, metrics, log, limits, streams } = t;
-  const abort = new AbortController();
+  const { sessions, metrics, limits, streams } = t;
   const encoder = new TextEncoder();
+  let session: StreamHandle | undefined;
   let controller!: ReadableStreamDefaultController<Uint8Array>;
   let ended = false;
   let pulled: (() => void) | undefined;
   const end = () => {
     if (ended) return;
     ended = true;
-    abort.abort();
+    session?.stop();
     streams.closed(shutdownHook);
     metrics.sseConnections--;
     slot.release();
@@ -209,7 +252,7 @@ export function sseStream(t: Omit<TransportContext, "runtime">, request: StreamR
       controller.close();
     } catch { /* cancelled */ }
   };
-  const shutdownHook = (_code: number, _reason: string) => end();
+  const shutdownHook: Closable = { shutdown: () => end() };
   const stream = new ReadableStream<Uint8Array>({
     start(ctl) {
       controller = ctl;
@@ -245,10 +288,7 @@ export function sseStream(t: Omit<TransportContext, "runtime">, request: StreamR
   };
   metrics.sseConnections++;
   streams.add(shutdownHook);
-  sessions.run(slot, request, sink, abort.signal).then(end, (err) => {
-    log.error("SSE stream failed", { error: err instanceof Error ? err.message : String(err) });
-    end();
-  });
+  session = sessions.start(slot, request, sink, end);
   return new Response(stream, {
     headers: {
       "content-type": "text/event-stream; charset=utf-8",
@@ -267,16 +307,6 @@ export function badHandshake(c: Context): { message: string; version?: true } | 
   if (!/^[+/0-9A-Za-z]{22}==$/.test(key)) return { message: "Sec-WebSocket-Key must be 16 bytes in base64" };
   if (c.req.header("sec-websocket-version") !== "13") return { message: "Sec-WebSocket-Version must be 13", version: true };
   return undefined;
-}
-
-/** A WebSocket (as its adapter gives it) as a {@link StreamSink}; also sends pongs. */
-function wsSink(socket: SocketSink, highWaterMark: number): StreamSink & { send(item: SessionItem | { kind: "pong"; id: string | undefined }): "ok" | "closed" | "dropped" } {
-  return {
-    heartbeats: true,
-    send: (item) => socket.send((item.kind === "pong" ? pongFrame(item.id) : frameOf(item)).json),
-    full: () => socket.bufferedAmount() > highWaterMark,
-    drained: (signal) => socket.drained(highWaterMark, signal),
-  };
 }
 
 /** SSE bytes per frame: an event frame is shared by all its subscribers, so it is encoded once, not per stream. */
