@@ -119,7 +119,8 @@ describe("ticker", () => {
           this.pings++;
         },
         pong() {
-          for (const fn of listeners.pong ?? []) fn();
+          // As an EventEmitter does: the listener's `this` is the emitter.
+          for (const fn of listeners.pong ?? []) fn.call(this);
         },
         terminate() {
           this.terminated = true;
@@ -143,8 +144,8 @@ describe("ticker", () => {
     assert.equal(dead.terminated, true, "the silent peer is terminated at the next period");
     assert.equal(dead.pings, 1);
     assert.equal(t.stats().callbacks, 1, "the terminated peer is no longer ticked");
-    stopDead(); // onClose calls it too: harmless
-    stopLive();
+    stopDead.stop(); // the socket's close stops it too: harmless
+    stopLive.stop();
     assert.deepEqual({ callbacks: t.stats().callbacks, running: t.stats().running }, { callbacks: 0, running: false });
   });
 

@@ -59,7 +59,7 @@ export function createAdapter({ maxPayloadBytes }: Required<AdapterOptions>): Se
     keepAlive(ws, everyMs) {
       let ticker = tickers.get(everyMs);
       if (!ticker) tickers.set(everyMs, (ticker = new Ticker(everyMs)));
-      return keepAlive(ws.raw as WsSocket, ticker);
+      keepAlive(ws.raw as WsSocket, ticker);
     },
     listen(handler, { port, hostname }) {
       const wss = new WebSocketServer({ noServer: true, maxPayload: maxPayloadBytes });
@@ -159,25 +159,59 @@ function accept(wss: WebSocketServer, incoming: IncomingMessage, socket: Duplex,
   });
 }
 
-/** `ws`'s events as Hono's; the context holds the socket and nothing of the request. */
+/** A socket's Hono side: its events and the context they get (kept on the `ws` object). */
+interface Wired {
+  events: Events;
+  ctx: WSContext<unknown>;
+}
+
+/**
+ * Hono's `WSContext` over a `ws` socket, with no init closures and no URL (nothing of the request
+ * is kept): the methods read the socket itself.
+ */
+class NodeWsContext extends WSContext<unknown> {
+  constructor(ws: WebSocket) {
+    super(UNUSED_INIT);
+    this.raw = ws;
+    this.protocol = ws.protocol;
+  }
+  override send(data: string | ArrayBuffer | Uint8Array): void {
+    (this.raw as WebSocket).send(data);
+  }
+  override close(code?: number, reason?: string): void {
+    (this.raw as WebSocket).close(code, reason);
+  }
+  override get readyState(): 0 | 1 | 2 | 3 {
+    return (this.raw as WebSocket).readyState as 0 | 1 | 2 | 3;
+  }
+}
+/** `WSContext` needs an init; {@link NodeWsContext} overrides everything it is used for. */
+const UNUSED_INIT = { send() {}, close() {}, readyState: 3 as const };
+
+/** `ws`'s events as Hono's, through listeners shared by every socket. */
 function wire(ws: WebSocket, events: Events): void {
-  const ctx = new WSContext<unknown>({
-    send: (data) => ws.send(data as string),
-    close: (code, reason) => ws.close(code, reason),
-    raw: ws,
-    get readyState() {
-      return ws.readyState as 0 | 1 | 2 | 3;
-    },
-    protocol: ws.protocol,
-  });
-  ws.on("message", (data, isBinary) => {
-    const buf = data as Buffer;
-    const payload = isBinary ? buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength) as ArrayBuffer : buf.toString("utf8");
-    events.onMessage?.(new MessageEvent("message", { data: payload }), ctx);
-  });
-  ws.on("close", (code, reason) => events.onClose?.(closeEvent(code, reason.toString()), ctx));
-  ws.on("error", (error) => events.onError?.(Object.assign(new Event("error"), { error }), ctx));
-  events.onOpen?.(new Event("open"), ctx);
+  const wired: Wired = { events, ctx: new NodeWsContext(ws) };
+  (ws as unknown as Tagged)[WIRED] = wired;
+  ws.on("message", onWsMessage);
+  ws.on("close", onWsClose);
+  ws.on("error", onWsError);
+  events.onOpen?.(new Event("open"), wired.ctx);
+}
+
+function onWsMessage(this: Tagged, data: Buffer, isBinary: boolean): void {
+  const w = this[WIRED]!;
+  const payload = isBinary ? data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength) as ArrayBuffer : data.toString("utf8");
+  w.events.onMessage?.(new MessageEvent("message", { data: payload }), w.ctx);
+}
+
+function onWsClose(this: Tagged, code: number, reason: Buffer): void {
+  const w = this[WIRED]!;
+  w.events.onClose?.(closeEvent(code, reason.toString()), w.ctx);
+}
+
+function onWsError(this: Tagged, error: Error): void {
+  const w = this[WIRED]!;
+  w.events.onError?.(Object.assign(new Event("error"), { error }), w.ctx);
 }
 
 /** Node 20 has no global `CloseEvent`. */
@@ -298,23 +332,56 @@ class NodeSocket implements SocketSink {
   }
 }
 
+/** Where a socket's {@link Pinger} and {@link Wired} record live on its `ws` object (listeners are shared functions). */
+const PINGER = Symbol("appwatch.pinger");
+const WIRED = Symbol("appwatch.wired");
+type Tagged = WsSocket & { [PINGER]?: Pinger; [WIRED]?: Wired };
+
 /**
  * Protocol pings on `ticker`: ping each period and cut a peer that did not answer the previous
- * ping. Returns the function that stops pinging (also called when the socket closes).
+ * ping; stops when the socket closes (or on `stop()`). One object per socket, enrolled in the
+ * ticker itself; its listeners are shared functions.
  */
-export function keepAlive(raw: WsSocket, ticker: Ticker): () => void {
-  let alive = true;
-  raw.on("pong", () => (alive = true));
-  const stop = ticker.add(() => {
-    if (!alive) {
-      stop();
-      return raw.terminate();
+export class Pinger {
+  readonly #raw: Tagged;
+  readonly #ticker: Ticker;
+  alive = true;
+
+  constructor(raw: WsSocket, ticker: Ticker) {
+    this.#raw = raw as Tagged;
+    this.#ticker = ticker;
+    this.#raw[PINGER] = this;
+    raw.on("pong", onPong);
+    raw.once("close", onClosedStopPing);
+    ticker.enroll(this);
+  }
+
+  tick(): void {
+    if (!this.alive) {
+      this.stop();
+      return this.#raw.terminate();
     }
-    alive = false;
+    this.alive = false;
     try {
-      raw.ping();
+      this.#raw.ping();
     } catch { /* closing */ }
-  });
-  raw.once("close", stop);
-  return stop;
+  }
+
+  stop(): void {
+    this.#ticker.remove(this);
+  }
+}
+
+function onPong(this: Tagged): void {
+  const p = this[PINGER];
+  if (p) p.alive = true;
+}
+
+function onClosedStopPing(this: Tagged): void {
+  this[PINGER]?.stop();
+}
+
+/** Pings `raw` on `ticker` until it closes (see {@link Pinger}). */
+export function keepAlive(raw: WsSocket, ticker: Ticker): Pinger {
+  return new Pinger(raw, ticker);
 }

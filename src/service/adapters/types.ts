@@ -64,9 +64,10 @@ export interface ServerAdapter {
   socket(ws: WSContext<unknown>): SocketSink;
   /**
    * Protocol pings every `everyMs` where the runtime sends none (Node's `ws`): a peer that missed
-   * the previous ping is cut. Returns how to stop, or undefined where the runtime pings by itself.
+   * the previous ping is cut; pinging stops when the socket closes. A no-op where the runtime
+   * pings by itself.
    */
-  keepAlive(ws: WSContext<unknown>, everyMs: number): (() => void) | undefined;
+  keepAlive(ws: WSContext<unknown>, everyMs: number): void;
   listen(fetch: FetchHandler, options: ListenOptions): Promise<ListeningServer>;
 }
 
