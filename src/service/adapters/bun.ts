@@ -7,8 +7,8 @@
  * callback is the sink's drain signal.
  * @module
  */
-import { getConnInfo, upgradeWebSocket, websocket } from "hono/bun";
-import type { UpgradeWebSocket, WSContext } from "hono/ws";
+import { getBunServer, getConnInfo, websocket } from "hono/bun";
+import { defineWebSocketHelper, type UpgradeWebSocket, type WSContext } from "hono/ws";
 import { type AdapterOptions, type FetchHandler, type ServerAdapter, type SocketSink, urlHost } from "./types.ts";
 
 /** What the adapter uses of Bun's `ServerWebSocket`. */
@@ -16,6 +16,52 @@ interface BunSocket {
   readonly readyState: number;
   send(data: string): number;
   getBufferedAmount(): number;
+}
+
+/**
+ * Hono's `upgradeWebSocket` for Bun, as `hono/bun`'s but without the request's `URL` in each
+ * socket's data (kept for the socket's life there, and parsed again into every event's
+ * `WSContext`): a socket keeps its events and its subprotocol only.
+ */
+const upgradeWebSocket: UpgradeWebSocket<unknown> = defineWebSocketHelper((c, events) => {
+  const server = getBunServer(c) as { upgrade(req: Request, options: { data: unknown }): boolean } | undefined;
+  if (!server) throw new TypeError("Bun's server is the fetch handler's second argument");
+  const protocol = c.req.header("sec-websocket-protocol")?.split(",")[0]?.trim() ?? "";
+  if (server.upgrade(c.req.raw, { data: { events, protocol } })) return new Response(null);
+});
+
+/** One Bun `ServerWebSocket` as a {@link SocketSink}: one object, no closures. */
+class BunSink implements SocketSink {
+  readonly #raw: BunSocket;
+  readonly #waiting: WeakMap<object, Set<() => void>>;
+  constructor(raw: BunSocket, waiting: WeakMap<object, Set<() => void>>) {
+    this.#raw = raw;
+    this.#waiting = waiting;
+  }
+  send(text: string): "ok" | "closed" | "dropped" {
+    const raw = this.#raw;
+    return raw.readyState !== 1 ? "closed" : raw.send(text) === 0 ? "dropped" : "ok";
+  }
+  bufferedAmount(): number {
+    return this.#raw.getBufferedAmount();
+  }
+  drained(below: number, signal: AbortSignal): Promise<void> {
+    const raw = this.#raw;
+    const waiting = this.#waiting;
+    return new Promise<void>((resolve) => {
+      const check = () => {
+        if (raw.getBufferedAmount() <= below || raw.readyState !== 1 || signal.aborted) {
+          signal.removeEventListener("abort", check);
+          return resolve();
+        }
+        let set = waiting.get(raw);
+        if (!set) waiting.set(raw, (set = new Set()));
+        set.add(check);
+      };
+      signal.addEventListener("abort", check, { once: true });
+      check();
+    });
+  }
 }
 
 /** What the adapter uses of Bun's `Server` (the fetch handler's second argument). */
@@ -60,29 +106,7 @@ export function createAdapter({ maxPayloadBytes, pingSeconds }: Required<Adapter
     waiting.delete(raw);
     for (const fn of set ?? []) fn();
   };
-  const socket = (ws: WSContext<unknown>): SocketSink => {
-    const raw = ws.raw as BunSocket;
-    const open = () => raw.readyState === 1;
-    return {
-      send: (text) => (!open() ? "closed" : raw.send(text) === 0 ? "dropped" : "ok"),
-      bufferedAmount: () => raw.getBufferedAmount(),
-      drained(below, signal) {
-        return new Promise<void>((resolve) => {
-          const check = () => {
-            if (raw.getBufferedAmount() <= below || !open() || signal.aborted) {
-              signal.removeEventListener("abort", check);
-              return resolve();
-            }
-            let set = waiting.get(raw);
-            if (!set) waiting.set(raw, (set = new Set()));
-            set.add(check);
-          };
-          signal.addEventListener("abort", check, { once: true });
-          check();
-        });
-      },
-    };
-  };
+  const socket = (ws: WSContext<unknown>): SocketSink => new BunSink(ws.raw as BunSocket, waiting);
   const serveOptions = (fetch: FetchHandler): BunServeOptions => ({
     // Bun's idle timeout counts only what the peer sends, not what the server writes: a stream
     // would be cut after it however often heartbeats go out. Ordinary requests keep it; every
@@ -111,7 +135,7 @@ export function createAdapter({ maxPayloadBytes, pingSeconds }: Required<Adapter
   });
   return {
     runtime: "bun",
-    upgradeWebSocket: upgradeWebSocket as UpgradeWebSocket<unknown>,
+    upgradeWebSocket,
     clientAddress: (c) => getConnInfo(c).remote.address,
     socket,
     keepAlive: () => undefined,

@@ -1,6 +1,11 @@
 /**
- * Deno: `Deno.serve` with `hono/deno`'s WebSocket upgrade (Deno pings and closes a silent peer
+ * Deno: `Deno.serve`, with the WebSocket upgrade done here (Deno pings and closes a silent peer
  * itself: `idleTimeout`).
+ *
+ * Why the upgrade is ours and not `hono/deno`'s: that helper gives every socket four event-handler
+ * closures and a `WSContext` built from closures; here the handlers are shared functions that find
+ * the socket's record on the socket (an event handler's `this`), and the context reads the socket
+ * itself — a few plain objects per idle subscriber.
  *
  * What Deno does not let an adapter bound (no option of `Deno.upgradeWebSocket` or `Deno.serve`;
  * the frames never reach JavaScript before a message is whole): the size of a fragmented message
@@ -10,22 +15,37 @@
  * Deno's WebSocket has no drain event either: {@link SocketSink.drained} re-checks every 10 ms.
  * @module
  */
-import { getConnInfo, upgradeWebSocket } from "hono/deno";
-import type { UpgradeWebSocket, WSContext } from "hono/ws";
+import { getConnInfo } from "hono/deno";
+import { defineWebSocketHelper, type UpgradeWebSocket, type WSEvents, WSContext } from "hono/ws";
 import { type AdapterOptions, DRAIN_POLL_MS, type ServerAdapter, type SocketSink, urlHost } from "./types.ts";
+
+type Events = WSEvents<unknown>;
+/** A socket's Hono side, kept on the socket itself (the handlers are shared). */
+const WIRED = Symbol("appwatch.wired");
+type Tagged = WebSocket & { [WIRED]?: { events: Events; ctx: WSContext<unknown> } };
 
 /** The Deno adapter. */
 export function createAdapter({ pingSeconds }: Required<AdapterOptions>): ServerAdapter {
   // Deno pings and closes a peer with no pong within `idleTimeout` seconds.
   const idleTimeout = Math.max(1, Math.round(pingSeconds));
-  const upgrade: UpgradeWebSocket<unknown> = (createEvents, options) =>
+  const upgradeWebSocket: UpgradeWebSocket<unknown> = defineWebSocketHelper((c, events) => {
+    if (c.req.header("upgrade") !== "websocket") return;
+    const protocol = c.req.header("sec-websocket-protocol")?.split(",")[0]?.trim();
     // deno-lint-ignore no-explicit-any
-    (upgradeWebSocket as any)(createEvents, { idleTimeout, ...(options as object | undefined) });
+    const Deno = (globalThis as any).Deno;
+    const { response, socket } = Deno.upgradeWebSocket(c.req.raw, { idleTimeout, ...(protocol ? { protocol } : {}) }) as { response: Response; socket: Tagged };
+    socket[WIRED] = { events, ctx: new DenoWsContext(socket, protocol) };
+    socket.onopen = onOpen;
+    socket.onmessage = onMessage;
+    socket.onclose = onClose;
+    socket.onerror = onError;
+    return response;
+  });
   return {
     runtime: "deno",
-    upgradeWebSocket: upgrade,
+    upgradeWebSocket,
     clientAddress: (c) => getConnInfo(c).remote.address,
-    socket: (ws) => denoSocket(ws),
+    socket: (ws) => new DenoSocket(ws.raw as WebSocket),
     keepAlive: () => undefined,
     listen(fetch, { port, hostname }) {
       // deno-lint-ignore no-explicit-any
@@ -55,20 +75,59 @@ export function createAdapter({ pingSeconds }: Required<AdapterOptions>): Server
   };
 }
 
-function denoSocket(ws: WSContext<unknown>): SocketSink {
-  const raw = ws.raw as WebSocket | undefined;
-  const open = () => (raw?.readyState ?? ws.readyState) === 1;
-  const buffered = () => raw?.bufferedAmount ?? 0;
-  return {
-    send(text) {
-      if (!open()) return "closed";
-      ws.send(text);
-      return "ok";
-    },
-    bufferedAmount: buffered,
-    async drained(below, signal) {
-      // A poll of at most 10 ms; an abort is seen at the next one.
-      while (buffered() > below && open() && !signal.aborted) await new Promise((r) => setTimeout(r, DRAIN_POLL_MS));
-    },
-  };
+function onOpen(this: Tagged, evt: Event): void {
+  const w = this[WIRED]!;
+  w.events.onOpen?.(evt, w.ctx);
+}
+function onMessage(this: Tagged, evt: MessageEvent): void {
+  const w = this[WIRED]!;
+  w.events.onMessage?.(evt, w.ctx);
+}
+function onClose(this: Tagged, evt: CloseEvent): void {
+  const w = this[WIRED]!;
+  w.events.onClose?.(evt, w.ctx);
+}
+function onError(this: Tagged, evt: Event): void {
+  const w = this[WIRED]!;
+  w.events.onError?.(evt, w.ctx);
+}
+
+/** Hono's `WSContext` over a Deno `WebSocket`, with no init closures: the methods read the socket. */
+class DenoWsContext extends WSContext<unknown> {
+  constructor(socket: WebSocket, protocol: string | undefined) {
+    super(UNUSED_INIT);
+    this.raw = socket;
+    this.protocol = protocol ?? null;
+  }
+  override send(data: string | ArrayBuffer | Uint8Array): void {
+    (this.raw as WebSocket).send(data as string);
+  }
+  override close(code?: number, reason?: string): void {
+    (this.raw as WebSocket).close(code, reason);
+  }
+  override get readyState(): 0 | 1 | 2 | 3 {
+    return (this.raw as WebSocket).readyState as 0 | 1 | 2 | 3;
+  }
+}
+/** `WSContext` needs an init; {@link DenoWsContext} overrides everything it is used for. */
+const UNUSED_INIT = { send() {}, close() {}, readyState: 3 as const };
+
+/** One Deno `WebSocket` as a {@link SocketSink}: one object, no closures. */
+class DenoSocket implements SocketSink {
+  readonly #raw: WebSocket;
+  constructor(raw: WebSocket) {
+    this.#raw = raw;
+  }
+  send(text: string): "ok" | "closed" {
+    if (this.#raw.readyState !== 1) return "closed";
+    this.#raw.send(text);
+    return "ok";
+  }
+  bufferedAmount(): number {
+    return this.#raw.bufferedAmount;
+  }
+  async drained(below: number, signal: AbortSignal): Promise<void> {
+    // A poll of at most 10 ms; an abort is seen at the next one.
+    while (this.#raw.bufferedAmount > below && this.#raw.readyState === 1 && !signal.aborted) await new Promise((r) => setTimeout(r, DRAIN_POLL_MS));
+  }
 }

@@ -152,7 +152,7 @@ function accept(wss: WebSocketServer, incoming: IncomingMessage, socket: Duplex,
   };
   if (socket.destroyed) return unopened();
   socket.once("close", unopened);
-  wss.handleUpgrade(incoming, socket, head, (ws) => {
+  wss.handleUpgrade(incoming, socket, head, (ws: WebSocket) => {
     socket.off("close", unopened);
     settled = true;
     wire(ws, events);
