@@ -7,15 +7,21 @@
 //      lists them, no Namespace but in deploy/namespace/ (deploy/ does not own
 //      Flyte's namespace), the Deployment runs non-root with a read-only root filesystem and the right
 //      probes, the Service and PDB select its pods, RBAC grants exactly get/list/watch on
-//      services.serving.knative.dev and list, watch on revisions.serving.knative.dev.
+//      services.serving.knative.dev and list, watch on revisions.serving.knative.dev;
+//   4. a Deno consumer: a scratch project in os.tmpdir() (outside the repo, no deno.json) with a
+//      main.ts and a main_test.ts that import mod.ts and src/sandbox/mod.ts by path, as the README
+//      says; `deno check --import-map=<repo>/deno.json` type-checks both (strict, Deno's own Node
+//      types — stricter than the repo's @types/node), then `deno test` runs the test (the sandbox,
+//      AppK8sClient, createApp on loadAdapter()'s Deno server, GET /v1/apps).
 // Prints "publish-check: ok", or every failure and exits 1.
 //
-//   node scripts/publish-check.mjs [publish] [examples] [deploy]   # default: all three
+//   node scripts/publish-check.mjs [publish] [examples] [deploy] [deno-consumer]   # default: all four
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseAllDocuments } from "yaml";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -29,18 +35,19 @@ const check = (cond, where, message) => {
 };
 
 const wanted = process.argv.slice(2);
-const steps = wanted.length ? wanted : ["publish", "examples", "deploy"];
+const STEPS = ["publish", "examples", "deploy", "deno-consumer"];
+const steps = wanted.length ? wanted : STEPS;
 for (const s of steps) {
-  if (!["publish", "examples", "deploy"].includes(s)) {
-    console.error(`publish-check: unknown step "${s}" (publish, examples, deploy)`);
+  if (!STEPS.includes(s)) {
+    console.error(`publish-check: unknown step "${s}" (${STEPS.join(", ")})`);
     process.exit(2);
   }
 }
 
-function run(cmd, args, timeoutMs) {
+function run(cmd, args, timeoutMs, cwd = ROOT) {
   const started = Date.now();
   const r = spawnSync(cmd, args, {
-    cwd: ROOT,
+    cwd,
     encoding: "utf8",
     timeout: timeoutMs,
     maxBuffer: 64 * 1024 * 1024,
@@ -327,10 +334,77 @@ function deployStep() {
   if (failures.length === before) console.log(`publish-check: deploy/ and Dockerfile ok (${objects.length} objects)`);
 }
 
+// ------------------------------------------------------------------------------- 4. deno-consumer
+
+// What a Deno user writes (README "From a Deno project"): the library by path, the repo's import map.
+const consumerMain = (mod, sandbox) => `import { Hono } from "hono";
+import { AppK8sClient, createApp, KubeClient, loadAdapter, type WatchResponse } from ${JSON.stringify(mod)};
+import { seedDemo, startSandbox } from ${JSON.stringify(sandbox)};
+
+/** The demo apps of a fresh sandbox, read over HTTP from appwatch's API mounted in the consumer's own Hono app. */
+export async function listDemoApps(count: number): Promise<string[]> {
+  const sb = await startSandbox();
+  seedDemo(sb.sandbox, { namespace: "flyte", count });
+  const client = new KubeClient({ server: sb.url, namespace: "flyte" });
+  const apps = new AppK8sClient({ client, namespace: "flyte" });
+  try {
+    await apps.startWatching(AbortSignal.timeout(20_000));
+    const runtime = await loadAdapter();
+    const { app } = createApp({ client: apps, runtime });
+    const mine = new Hono().get("/hello", (c) => c.text("hi")).route("/", app);
+    const server = await runtime.listen(mine.fetch, { port: 0, hostname: "127.0.0.1" });
+    try {
+      const res = await fetch(\`\${server.url}/v1/apps\`);
+      const body = (await res.json()) as { apps?: { metadata?: { id?: { name?: string } } }[] };
+      return (body.apps ?? []).map((a) => a.metadata?.id?.name ?? "");
+    } finally {
+      await server.close();
+    }
+  } finally {
+    await apps.stopWatching();
+    await client.close();
+    await sb.close();
+  }
+}
+
+export type Event = WatchResponse;
+
+if (import.meta.main) console.log(JSON.stringify(await listDemoApps(3)));
+`;
+
+const consumerTest = `import { listDemoApps } from "./main.ts";
+
+Deno.test("the demo apps through appwatch's REST API", async () => {
+  const names = await listDemoApps(3);
+  if (names.length !== 3 || names.some((n) => n === "")) throw new Error(\`expected 3 named apps, got \${JSON.stringify(names)}\`);
+});
+`;
+
+function denoConsumerStep() {
+  const W = "deno consumer";
+  if (!check(existsSync(DENO), W, `${DENO} is missing; run npm ci`)) return;
+  const dir = mkdtempSync(join(tmpdir(), "appwatch-deno-consumer-"));
+  try {
+    writeFileSync(join(dir, "main.ts"), consumerMain(join(ROOT, "mod.ts"), pathToFileURL(join(ROOT, "src", "sandbox", "mod.ts")).href));
+    writeFileSync(join(dir, "main_test.ts"), consumerTest);
+    const map = `--import-map=${join(ROOT, "deno.json")}`;
+    const before = failures.length;
+    const checked = run(DENO, ["check", map, "main.ts", "main_test.ts"], 180_000, dir);
+    if (!check(checked.status === 0, `${W}: deno check ${map} main.ts main_test.ts`, `exit ${checked.status ?? checked.error?.message}\n${tail(`${checked.stdout}\n${checked.stderr}`, 40)}`)) return;
+    const tested = run(DENO, ["test", "-A", map, "main_test.ts"], 180_000, dir);
+    const out = `${tested.stdout}\n${tested.stderr}`;
+    check(tested.status === 0 && /ok \| 1 passed \| 0 failed/.test(out), `${W}: deno test -A ${map} main_test.ts`, `exit ${tested.status ?? tested.error?.message}, expected "ok | 1 passed | 0 failed":\n${tail(out, 40)}`);
+    if (failures.length === before) console.log(`publish-check: a Deno consumer outside the repo type-checks (deno check, ${checked.seconds}s) and tests (deno test, ${tested.seconds}s) ok`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 const started = Date.now();
 if (steps.includes("publish")) publishStep();
 if (steps.includes("examples")) exampleStep();
 if (steps.includes("deploy")) deployStep();
+if (steps.includes("deno-consumer")) denoConsumerStep();
 
 if (failures.length) {
   console.error(`publish-check: FAILED (${failures.length})`);
