@@ -6,7 +6,8 @@
 //   3. deploy/ and the Dockerfile keep their invariants: every manifest parses, the Kustomization
 //      lists them, no Namespace but in deploy/namespace/ (deploy/ does not own
 //      Flyte's namespace), the Deployment runs non-root with a read-only root filesystem and the right
-//      probes, the Service and PDB select its pods, RBAC grants exactly get/list/watch on
+//      probes and --host 0.0.0.0 (the Dockerfile: ENV APPWATCH_HOST=0.0.0.0; the CLI's default is
+//      127.0.0.1), the Service and PDB select its pods, RBAC grants exactly get/list/watch on
 //      services.serving.knative.dev and list, watch on revisions.serving.knative.dev;
 //   4. a Deno consumer: a scratch project in os.tmpdir() (outside the repo, no deno.json) with a
 //      main.ts and a main_test.ts that import mod.ts and src/sandbox/mod.ts by path, as the README
@@ -281,6 +282,8 @@ function deployStep() {
   const args = c.args ?? [];
   check(args[0] === "serve", W, `args must start with "serve" (got ${JSON.stringify(args)})`);
   check(args.includes("--port") && args[args.indexOf("--port") + 1] === "8080", W, "args must include --port 8080");
+  // The CLI listens on 127.0.0.1 by default; a pod must say every interface itself (the kubelet's probes and the Service reach the pod IP).
+  check(args.includes("--host") && args[args.indexOf("--host") + 1] === "0.0.0.0", W, "args must include --host 0.0.0.0 (the CLI's default is 127.0.0.1, unreachable for probes and the Service)");
   // The image runs Node (no cache directory to write); a leftover DENO_DIR would mean a stale manifest.
   check(!(c.env ?? []).some((e) => e.name === "DENO_DIR"), W, "DENO_DIR is set, but the image runs Node (see Dockerfile)");
 
@@ -316,6 +319,8 @@ function deployStep() {
   const reads = argv.filter((a) => a.startsWith("--allow-fs-read=")).map((a) => a.slice("--allow-fs-read=".length));
   check(reads.length > 0 && !reads.some((r) => r === "*" || r === "/" || r === "/*"), D, `ENTRYPOINT must limit --allow-fs-read to listed paths (got ${JSON.stringify(reads)})`);
   check(/^EXPOSE\s+8080\b/m.test(df), D, "EXPOSE 8080");
+  // The CLI's default host is 127.0.0.1; the image listens on every interface whatever CMD a `docker run` passes.
+  check(/^ENV\b[^\n]*\sAPPWATCH_HOST=0\.0\.0\.0(\s|$)/m.test(df), D, "ENV APPWATCH_HOST=0.0.0.0 (the CLI's default is 127.0.0.1: a published port would reach nothing, even when `docker run` replaces CMD)");
   // The image ships only what runs: Node 24 strips the types itself, so tsx/esbuild (11.5 MB) and
   // typescript (23 MB, valibot's peer for types only) installed by `npm ci --omit=dev` are removed.
   for (const dir of ["node_modules/tsx", "node_modules/esbuild", "node_modules/@esbuild", "node_modules/typescript"]) {

@@ -136,7 +136,7 @@ describe("serve settings: layers", () => {
     const r = loadSettings({ argv: [], env: {}, readFile: fs.readFile });
     assert.equal(r.command, "serve");
     assert.deepEqual(r.settings, {
-      port: 8080, host: "0.0.0.0", namespaces: [], logLevel: "info", baseDomain: "", scheme: "", ingressAppsPort: 0,
+      port: 8080, host: "127.0.0.1", namespaces: [], logLevel: "info", baseDomain: "", scheme: "", ingressAppsPort: 0,
       watchBufferSize: 100, slowConsumer: "coalesce", authTokens: [], allowedOrigins: [], maxConnectionsPerClient: 64,
       maxMessageBytes: 4096, heartbeatSeconds: 15, pingSeconds: 30, resumeWindow: 10000, shutdownTimeoutSeconds: 10, demoIntervalMs: 2000,
     });
