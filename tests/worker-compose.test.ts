@@ -129,13 +129,15 @@ describe("the worker entries' start (startWorker)", () => {
     assert.match(lines.join("\n"), /APPWATCH_PORT/);
   });
 
-  test("a cluster that cannot be opened (a kubeconfig that does not exist) exits 1", async () => {
+  test("a kubeconfig that does not exist is a configuration error: one plain line, exit 2 (as appwatch serve)", async () => {
     const lines: string[] = [];
+    const missing = resolve(ROOT, "no-such-dir/kubeconfig");
     await assert.rejects(
-      startWorker({ entry: "test", env: { APPWATCH_KUBECONFIG: resolve(ROOT, "no-such-dir/kubeconfig"), HOME: resolve(ROOT, "no-such-dir") }, adapter: () => assert.fail("no adapter without a cluster"), stderr: (l) => lines.push(l), exit: (code) => { throw new Exit(code); } }),
-      (e: unknown) => e instanceof Exit && e.code === 1,
+      startWorker({ entry: "test", env: { APPWATCH_KUBECONFIG: missing, HOME: resolve(ROOT, "no-such-dir") }, adapter: () => assert.fail("no adapter without a cluster"), stderr: (l) => lines.push(l), exit: (code) => { throw new Exit(code); } }),
+      (e: unknown) => e instanceof Exit && e.code === 2,
     );
-    assert.ok(lines.some((l) => JSON.parse(l).msg === "appwatch could not start"), lines.join("\n"));
+    assert.equal(lines.at(-1), `appwatch (test): kubeconfig ${missing}: cannot read file (ENOENT)`);
+    assert.ok(!lines.some((l) => l.includes('"level":"error"')), lines.join("\n"));
   });
 
   test("a signal stops gracefully, then exits 0; a repeat within a second is the same keypress; one later exits 130", async () => {
