@@ -92,8 +92,9 @@ function importMapStep() {
   for (const f of files) {
     const text = readFileSync(f, "utf8");
     for (const m of text.matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|^import\s+)"([^"./][^"]*)"/gm)) {
-      // (Doc-comment examples import the package by its own name.)
-      if (!/^(node|npm|jsr|https?):/.test(m[1]) && !(m[1] === denoJson.name || m[1].startsWith(`${denoJson.name}/`))) bare.add(m[1]);
+      // (Doc-comment examples import the package by its own name: JSR's or npm's.)
+      const own = [denoJson.name, pkg.name].some((name) => m[1] === name || m[1].startsWith(`${name}/`));
+      if (!/^(node|npm|jsr|https?):/.test(m[1]) && !own) bare.add(m[1]);
     }
   }
   for (const spec of bare) {
