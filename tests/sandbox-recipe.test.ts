@@ -44,12 +44,14 @@ test("the recipe's create, /status PATCH and spec PATCH give a createEvent, an u
 
     await send(create);
     const created = await next("the createEvent");
-    assert.deepEqual(created.createEvent?.app?.metadata?.id, { org: "flyte", project: "demo", domain: "development", name: "hello" });
+    assert.ok("createEvent" in created, JSON.stringify(created));
+    assert.deepEqual(created.createEvent.app.metadata?.id, { org: "flyte", project: "demo", domain: "development", name: "hello" });
 
     await send(status);
     const updated = await next("the updateEvent");
-    assert.deepEqual(updated.updateEvent?.updatedApp?.metadata?.id, created.createEvent?.app?.metadata?.id);
-    assert.equal(updated.updateEvent?.updatedApp?.status?.conditions?.at(-1)?.deploymentStatus, "DEPLOYMENT_STATUS_ACTIVE");
+    assert.ok("updateEvent" in updated, JSON.stringify(updated));
+    assert.deepEqual(updated.updateEvent.updatedApp.metadata?.id, created.createEvent.app.metadata?.id);
+    assert.equal(updated.updateEvent.updatedApp.status?.conditions?.at(-1)?.deploymentStatus, "DEPLOYMENT_STATUS_ACTIVE");
 
     // The spec change gives no event: the next one is the delete's.
     await send(spec);
