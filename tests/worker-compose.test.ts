@@ -140,6 +140,33 @@ describe("the worker entries' start (startWorker)", () => {
     assert.ok(!lines.some((l) => l.includes('"level":"error"')), lines.join("\n"));
   });
 
+  test("a worker entry warns when it listens beyond loopback without auth (Deno's onListen, Bun at start), and only then", async () => {
+    const adapter = await loadAdapter();
+    for (const [tokens, host, warned] of [["", "0.0.0.0", true], ["", "127.0.0.1", false], ["a-token-of-some-length", "0.0.0.0", false]] as const) {
+      const lines: string[] = [];
+      let exited: () => void = () => {};
+      const done = new Promise<void>((r) => (exited = r));
+      const worker = await startWorker({
+        entry: "test",
+        env: { APPWATCH_SANDBOX: "true", APPWATCH_DEMO_INTERVAL_MS: "0", APPWATCH_LOG_LEVEL: "warn", ...(tokens ? { APPWATCH_AUTH_TOKENS: tokens } : {}) },
+        adapter: () => adapter,
+        stderr: (l) => lines.push(l),
+        exit: () => {
+          exited();
+          return undefined as never;
+        },
+      });
+      try {
+        worker.listening("http://127.0.0.1:1", host);
+      } finally {
+        worker.onSignal(); // stop before asserting: a failed assertion must not leave the watch running
+        await done;
+      }
+      const warnings = lines.filter((l) => (JSON.parse(l) as { msg: string }).msg.startsWith("NO AUTH ON"));
+      assert.equal(warnings.length, warned ? 1 : 0, `${host} auth=${tokens !== ""}: ${lines.join("\n")}`);
+    }
+  });
+
   test("a signal stops gracefully, then exits 0; a repeat within a second is the same keypress; one later exits 130", async () => {
     const adapter = await loadAdapter();
     let now = 1_000;
