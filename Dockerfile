@@ -26,7 +26,11 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean -
 FROM node:24-bookworm-slim
 WORKDIR /app
 # HOME: where `~/.kube/config` is looked for (mount a kubeconfig there to run outside a cluster).
-ENV HOME=/home/appwatch
+# APPWATCH_HOST: the CLI listens on 127.0.0.1 by default (safe on a laptop); in a container only
+# every interface is reachable through a published port, so the image says 0.0.0.0 itself: it also
+# holds for `docker run … appwatch serve --sandbox`, which replaces CMD. Without auth the service
+# then logs a loud warning (turn auth on: --auth-tokens-file; docs/operations.md).
+ENV HOME=/home/appwatch APPWATCH_HOST=0.0.0.0
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
 COPY src ./src

@@ -20,13 +20,13 @@
  * Or mount appwatch's API (WebSocket/SSE watch, apps, health, metrics) in your own Hono server:
  *
  * ```ts
- * import { AppK8sClient, connect, createApp } from "./mod.ts";
- * import { upgradeWebSocket } from "hono/deno"; // or hono/bun, @hono/node-server
+ * import { AppK8sClient, connect, createApp, loadAdapter } from "./mod.ts";
  *
  * const apps = new AppK8sClient({ client: await connect(), namespace: "flyte" });
  * await apps.startWatching();
- * const { app } = createApp({ client: apps, upgradeWebSocket });
- * Deno.serve(app.fetch);
+ * const runtime = await loadAdapter(); // this runtime's WebSocket upgrade, addresses and server
+ * const { app } = createApp({ client: apps, runtime });
+ * await runtime.listen(app.fetch, { port: 8080, hostname: "127.0.0.1" });
  * ```
  *
  * The sandbox API server (demo apps, fault injection for tests) is the `./sandbox` entry

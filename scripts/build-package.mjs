@@ -6,15 +6,22 @@
 //      they become `./x.js` too, which every TypeScript resolves (TypeScript before 5.0 and other
 //      .d.ts readers do not resolve `.ts` there, and the types would silently turn into `any`).
 import { spawnSync } from "node:child_process";
-import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const DIST = join(ROOT, "dist");
 
+const TSC = join(ROOT, "node_modules", "typescript", "bin", "tsc");
+// `npm pack` runs this as `prepack`: in a fresh clone without `npm ci` there is no TypeScript to
+// build with, and Node's "Cannot find module" stack trace would not say so.
+if (!existsSync(TSC)) {
+  console.error("build: TypeScript is not installed (node_modules/typescript is missing), so dist/ cannot be built.\nRun `npm ci` first, then `npm pack` (or `npm run build`) again.");
+  process.exit(1);
+}
 rmSync(DIST, { recursive: true, force: true });
-const tsc = spawnSync(process.execPath, [join(ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", join(ROOT, "tsconfig.build.json")], { stdio: "inherit" });
+const tsc = spawnSync(process.execPath, [TSC, "-p", join(ROOT, "tsconfig.build.json")], { stdio: "inherit" });
 if (tsc.status !== 0) {
   console.error(`build: tsc -p tsconfig.build.json exited ${tsc.status ?? tsc.signal}`);
   process.exit(1);

@@ -6,16 +6,23 @@
 //   3. deploy/ and the Dockerfile keep their invariants: every manifest parses, the Kustomization
 //      lists them, no Namespace but in deploy/namespace/ (deploy/ does not own
 //      Flyte's namespace), the Deployment runs non-root with a read-only root filesystem and the right
-//      probes, the Service and PDB select its pods, RBAC grants exactly get/list/watch on
-//      services.serving.knative.dev and list, watch on revisions.serving.knative.dev.
+//      probes and --host 0.0.0.0 (the Dockerfile: ENV APPWATCH_HOST=0.0.0.0; the CLI's default is
+//      127.0.0.1), the Service and PDB select its pods, RBAC grants exactly get/list/watch on
+//      services.serving.knative.dev and list, watch on revisions.serving.knative.dev;
+//   4. a Deno consumer: a scratch project in os.tmpdir() (outside the repo, no deno.json) with a
+//      main.ts and a main_test.ts that import mod.ts and src/sandbox/mod.ts by path, as the README
+//      says; `deno check --import-map=<repo>/deno.json` type-checks both (strict, Deno's own Node
+//      types — stricter than the repo's @types/node), then `deno test` runs the test (the sandbox,
+//      AppK8sClient, createApp on loadAdapter()'s Deno server, GET /v1/apps).
 // Prints "publish-check: ok", or every failure and exits 1.
 //
-//   node scripts/publish-check.mjs [publish] [examples] [deploy]   # default: all three
+//   node scripts/publish-check.mjs [publish] [examples] [deploy] [deno-consumer]   # default: all four
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseAllDocuments } from "yaml";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -29,18 +36,19 @@ const check = (cond, where, message) => {
 };
 
 const wanted = process.argv.slice(2);
-const steps = wanted.length ? wanted : ["publish", "examples", "deploy"];
+const STEPS = ["publish", "examples", "deploy", "deno-consumer"];
+const steps = wanted.length ? wanted : STEPS;
 for (const s of steps) {
-  if (!["publish", "examples", "deploy"].includes(s)) {
-    console.error(`publish-check: unknown step "${s}" (publish, examples, deploy)`);
+  if (!STEPS.includes(s)) {
+    console.error(`publish-check: unknown step "${s}" (${STEPS.join(", ")})`);
     process.exit(2);
   }
 }
 
-function run(cmd, args, timeoutMs) {
+function run(cmd, args, timeoutMs, cwd = ROOT) {
   const started = Date.now();
   const r = spawnSync(cmd, args, {
-    cwd: ROOT,
+    cwd,
     encoding: "utf8",
     timeout: timeoutMs,
     maxBuffer: 64 * 1024 * 1024,
@@ -84,8 +92,9 @@ function importMapStep() {
   for (const f of files) {
     const text = readFileSync(f, "utf8");
     for (const m of text.matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|^import\s+)"([^"./][^"]*)"/gm)) {
-      // (Doc-comment examples import the package by its own name.)
-      if (!/^(node|npm|jsr|https?):/.test(m[1]) && !(m[1] === denoJson.name || m[1].startsWith(`${denoJson.name}/`))) bare.add(m[1]);
+      // (Doc-comment examples import the package by its own name: JSR's or npm's.)
+      const own = [denoJson.name, pkg.name].some((name) => m[1] === name || m[1].startsWith(`${name}/`));
+      if (!/^(node|npm|jsr|https?):/.test(m[1]) && !own) bare.add(m[1]);
     }
   }
   for (const spec of bare) {
@@ -274,6 +283,8 @@ function deployStep() {
   const args = c.args ?? [];
   check(args[0] === "serve", W, `args must start with "serve" (got ${JSON.stringify(args)})`);
   check(args.includes("--port") && args[args.indexOf("--port") + 1] === "8080", W, "args must include --port 8080");
+  // The CLI listens on 127.0.0.1 by default; a pod must say every interface itself (the kubelet's probes and the Service reach the pod IP).
+  check(args.includes("--host") && args[args.indexOf("--host") + 1] === "0.0.0.0", W, "args must include --host 0.0.0.0 (the CLI's default is 127.0.0.1, unreachable for probes and the Service)");
   // The image runs Node (no cache directory to write); a leftover DENO_DIR would mean a stale manifest.
   check(!(c.env ?? []).some((e) => e.name === "DENO_DIR"), W, "DENO_DIR is set, but the image runs Node (see Dockerfile)");
 
@@ -309,6 +320,8 @@ function deployStep() {
   const reads = argv.filter((a) => a.startsWith("--allow-fs-read=")).map((a) => a.slice("--allow-fs-read=".length));
   check(reads.length > 0 && !reads.some((r) => r === "*" || r === "/" || r === "/*"), D, `ENTRYPOINT must limit --allow-fs-read to listed paths (got ${JSON.stringify(reads)})`);
   check(/^EXPOSE\s+8080\b/m.test(df), D, "EXPOSE 8080");
+  // The CLI's default host is 127.0.0.1; the image listens on every interface whatever CMD a `docker run` passes.
+  check(/^ENV\b[^\n]*\sAPPWATCH_HOST=0\.0\.0\.0(\s|$)/m.test(df), D, "ENV APPWATCH_HOST=0.0.0.0 (the CLI's default is 127.0.0.1: a published port would reach nothing, even when `docker run` replaces CMD)");
   // The image ships only what runs: Node 24 strips the types itself, so tsx/esbuild (11.5 MB) and
   // typescript (23 MB, valibot's peer for types only) installed by `npm ci --omit=dev` are removed.
   for (const dir of ["node_modules/tsx", "node_modules/esbuild", "node_modules/@esbuild", "node_modules/typescript"]) {
@@ -327,10 +340,77 @@ function deployStep() {
   if (failures.length === before) console.log(`publish-check: deploy/ and Dockerfile ok (${objects.length} objects)`);
 }
 
+// ------------------------------------------------------------------------------- 4. deno-consumer
+
+// What a Deno user writes (README "From a Deno project"): the library by path, the repo's import map.
+const consumerMain = (mod, sandbox) => `import { Hono } from "hono";
+import { AppK8sClient, createApp, KubeClient, loadAdapter, type WatchResponse } from ${JSON.stringify(mod)};
+import { seedDemo, startSandbox } from ${JSON.stringify(sandbox)};
+
+/** The demo apps of a fresh sandbox, read over HTTP from appwatch's API mounted in the consumer's own Hono app. */
+export async function listDemoApps(count: number): Promise<string[]> {
+  const sb = await startSandbox();
+  seedDemo(sb.sandbox, { namespace: "flyte", count });
+  const client = new KubeClient({ server: sb.url, namespace: "flyte" });
+  const apps = new AppK8sClient({ client, namespace: "flyte" });
+  try {
+    await apps.startWatching(AbortSignal.timeout(20_000));
+    const runtime = await loadAdapter();
+    const { app } = createApp({ client: apps, runtime });
+    const mine = new Hono().get("/hello", (c) => c.text("hi")).route("/", app);
+    const server = await runtime.listen(mine.fetch, { port: 0, hostname: "127.0.0.1" });
+    try {
+      const res = await fetch(\`\${server.url}/v1/apps\`);
+      const body = (await res.json()) as { apps?: { metadata?: { id?: { name?: string } } }[] };
+      return (body.apps ?? []).map((a) => a.metadata?.id?.name ?? "");
+    } finally {
+      await server.close();
+    }
+  } finally {
+    await apps.stopWatching();
+    await client.close();
+    await sb.close();
+  }
+}
+
+export type Event = WatchResponse;
+
+if (import.meta.main) console.log(JSON.stringify(await listDemoApps(3)));
+`;
+
+const consumerTest = `import { listDemoApps } from "./main.ts";
+
+Deno.test("the demo apps through appwatch's REST API", async () => {
+  const names = await listDemoApps(3);
+  if (names.length !== 3 || names.some((n) => n === "")) throw new Error(\`expected 3 named apps, got \${JSON.stringify(names)}\`);
+});
+`;
+
+function denoConsumerStep() {
+  const W = "deno consumer";
+  if (!check(existsSync(DENO), W, `${DENO} is missing; run npm ci`)) return;
+  const dir = mkdtempSync(join(tmpdir(), "appwatch-deno-consumer-"));
+  try {
+    writeFileSync(join(dir, "main.ts"), consumerMain(join(ROOT, "mod.ts"), pathToFileURL(join(ROOT, "src", "sandbox", "mod.ts")).href));
+    writeFileSync(join(dir, "main_test.ts"), consumerTest);
+    const map = `--import-map=${join(ROOT, "deno.json")}`;
+    const before = failures.length;
+    const checked = run(DENO, ["check", map, "main.ts", "main_test.ts"], 180_000, dir);
+    if (!check(checked.status === 0, `${W}: deno check ${map} main.ts main_test.ts`, `exit ${checked.status ?? checked.error?.message}\n${tail(`${checked.stdout}\n${checked.stderr}`, 40)}`)) return;
+    const tested = run(DENO, ["test", "-A", map, "main_test.ts"], 180_000, dir);
+    const out = `${tested.stdout}\n${tested.stderr}`;
+    check(tested.status === 0 && /ok \| 1 passed \| 0 failed/.test(out), `${W}: deno test -A ${map} main_test.ts`, `exit ${tested.status ?? tested.error?.message}, expected "ok | 1 passed | 0 failed":\n${tail(out, 40)}`);
+    if (failures.length === before) console.log(`publish-check: a Deno consumer outside the repo type-checks (deno check, ${checked.seconds}s) and tests (deno test, ${tested.seconds}s) ok`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 const started = Date.now();
 if (steps.includes("publish")) publishStep();
 if (steps.includes("examples")) exampleStep();
 if (steps.includes("deploy")) deployStep();
+if (steps.includes("deno-consumer")) denoConsumerStep();
 
 if (failures.length) {
   console.error(`publish-check: FAILED (${failures.length})`);

@@ -42,7 +42,8 @@ const steps = {
   node: [nodeTest(files)],
   deno: [denoTest(files)],
   bun: [bunTest(files)],
-  // Release checks: `deno publish --dry-run`, the examples run on Node and Bun, deploy/ invariants;
+  // Release checks: `deno publish --dry-run`, the examples run on Node and Bun, deploy/ invariants, a
+  // scratch Deno consumer type-checked (`deno check`) and tested (`deno test`) outside the repo;
   // the npm package packed, installed outside the repo and used from there (scripts/pack-check.mjs).
   release: [{ cmd: "node", args: ["scripts/publish-check.mjs"] }, { cmd: "node", args: ["scripts/pack-check.mjs"] }],
   // The real kube-apiserver + etcd suite (tests/cluster/*.cluster.ts) on all three runtimes.

@@ -18,12 +18,16 @@ import { homedir } from "node:os";
 import { delimiter, join, resolve } from "node:path";
 import process from "node:process";
 import { parseWatchArgs, WATCH_HELP, WatchUsageError } from "./client/options.ts";
+import { KubeconfigError } from "./kube/kubeconfig.ts";
 import { createLogger, type Logger } from "./log.ts";
+import { runtimeName, runtimeVersion } from "./runtime.ts";
+import { listenProblem, type PortProblem, probePort } from "./service/adapters/port-probe.ts";
 import { ConfigError, describeSettings, loadCommand, loadSettings, optionsHelp, SERVE_HELP } from "./service/config.ts";
 import { type ClusterSource, connectCluster } from "./service/server.ts";
 import type { SettingsOf } from "./service/settings.ts";
 import { createWatcher } from "./watch/group.ts";
 import { KNATIVE_SERVICES, type ReflectorEvent } from "./watch/types.ts";
+import { VERSION } from "./version.ts";
 
 export { SERVE_HELP, WATCH_HELP };
 
@@ -144,8 +148,15 @@ export interface OpenedCluster {
 export async function openCluster(s: ClusterSettings, io: { env: Record<string, string | undefined>; logger: Logger }): Promise<OpenedCluster> {
   const choice = chooseCluster(s, io.env);
   if (choice.kind === "cluster") {
-    const source = await connectCluster({ kubeconfig: s.kubeconfig, context: s.context, namespaces: s.namespaces, env: io.env, logger: io.logger });
-    return { source, sandbox: false };
+    try {
+      const source = await connectCluster({ kubeconfig: s.kubeconfig, context: s.context, namespaces: s.namespaces, env: io.env, logger: io.logger });
+      return { source, sandbox: false };
+    } catch (err) {
+      // A missing or unparsable kubeconfig, an unknown context, a bad field: a configuration error
+      // like a bad flag (exit 2, one plain line), whether --kubeconfig or $KUBECONFIG named it.
+      if (err instanceof KubeconfigError) throw new ClusterChoiceError(err.message);
+      throw err;
+    }
   }
   const { startSandboxCluster } = await import("./sandbox/mod.ts");
   const sb = await startSandboxCluster({ port: s.sandboxPort ?? 0, namespaces: s.namespaces, demoIntervalMs: s.demoIntervalMs, logger: io.logger.child({ component: "sandbox" }) });
@@ -191,11 +202,54 @@ export interface CliIo {
 export const HELP = SERVE_HELP;
 
 /**
+ * How to ask for help the way this process was started: under `npm start` / `npm run watch` the
+ * flags go after `--` (`npm start -- --help`: npm itself takes a bare `--help`), under `bun run`
+ * they follow the script, else `appwatch [command] --help`.
+ */
+export function helpCommand(env: Record<string, string | undefined>, command?: "watch" | "events"): string {
+  const script = env.npm_lifecycle_event;
+  if (script === "start" || script === "watch") {
+    const args = command !== undefined && command !== script ? `${command} --help` : "--help";
+    const bun = (env.npm_config_user_agent ?? "").startsWith("bun/") || /\bbun(\.exe)?$/.test(env.npm_execpath ?? "");
+    const run = script === "start" ? (bun ? "bun run start" : "npm start") : `${bun ? "bun" : "npm"} run ${script}`;
+    return bun ? `${run} ${args}` : `${run} -- ${args}`;
+  }
+  return `appwatch ${command ? `${command} ` : ""}--help`;
+}
+
+/** `appwatch --version`: the version and the runtime. */
+export function versionLine(): string {
+  return `appwatch ${VERSION} (${runtimeName()} ${runtimeVersion()})`;
+}
+
+/** A port `serve` cannot listen on, as one plain line naming the setting to change. */
+function portMessage(problem: PortProblem, port: number, host: string, flag: "--port" | "--grpc-port"): string {
+  const which = flag === "--port" ? `port ${port}` : `port ${port} (${flag})`;
+  if (problem.kind === "in-use") return `${which} is in use; pass ${flag} <port> (0: any free port), or stop what listens there`;
+  if (problem.kind === "denied") return `cannot listen on ${which}: permission denied (ports below 1024 need privileges); pass ${flag} <port>`;
+  return `cannot listen on ${host} ${which}: ${problem.message}; check --host`;
+}
+
+/** The first port of `serve` that cannot be listened on, as a message; undefined when both can. */
+async function checkPorts(s: { port: number; grpcPort?: number; host: string }): Promise<string | undefined> {
+  for (const [port, flag] of [[s.port, "--port"], [s.grpcPort, "--grpc-port"]] as const) {
+    if (port === undefined) continue;
+    const problem = await probePort(port, s.host);
+    if (problem) return portMessage(problem, port, s.host, flag);
+  }
+  return undefined;
+}
+
+/**
  * Runs `appwatch [serve|watch|events|help] …` until `signal` aborts. With no
  * subcommand (or only options) it serves. Returns the process exit code.
  */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const first = argv[0];
+  if (first === "--version" || (first !== undefined && (COMMANDS as readonly string[]).includes(first) && argv[1] === "--version")) {
+    io.stdout(versionLine());
+    return 0;
+  }
   if (first === undefined || first.startsWith("-")) return await runServe(argv, io);
   const rest = argv.slice(1);
   switch (first) {
@@ -211,7 +265,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       return 0;
     }
     default:
-      io.stderr(`appwatch: unknown command "${first}" (commands: serve, watch, events, help)\nRun appwatch --help for usage.`);
+      io.stderr(`appwatch: unknown command "${first}" (commands: serve, watch, events, help)\nRun ${helpCommand(io.env ?? process.env)} for usage.`);
       return 2;
   }
 }
@@ -224,7 +278,7 @@ async function runServe(argv: string[], io: CliIo): Promise<number> {
     loaded = loadSettings({ argv, env, ...(io.readFile ? { readFile: io.readFile } : {}) });
   } catch (err) {
     if (err instanceof ConfigError) {
-      io.stderr(`appwatch: ${err.message}\nRun appwatch --help for usage.`);
+      io.stderr(`appwatch: ${err.message}\nRun ${helpCommand(env)} for usage.`);
       return 2;
     }
     throw err;
@@ -232,6 +286,12 @@ async function runServe(argv: string[], io: CliIo): Promise<number> {
   if (loaded.command === "help") {
     io.stdout(SERVE_HELP);
     return 0;
+  }
+  // A busy port is found before anything starts (the cluster, the sandbox): one plain line, exit 2.
+  const busy = await checkPorts(loaded.settings);
+  if (busy) {
+    io.stderr(`appwatch: ${busy}`);
+    return 2;
   }
   const logger = createLogger({ level: loaded.settings.logLevel, sink: io.stderr });
   logger.info("starting appwatch", describeSettings(loaded));
@@ -244,6 +304,13 @@ async function runServe(argv: string[], io: CliIo): Promise<number> {
   } catch (err) {
     if (err instanceof ClusterChoiceError) {
       io.stderr(`appwatch: ${err.message}`);
+      return 2;
+    }
+    // The port was free when checked, but something took it before the listener did.
+    const lost = listenProblem(err);
+    if (lost) {
+      const { port, grpcPort, host } = loaded.settings;
+      io.stderr(`appwatch: ${grpcPort === undefined ? portMessage(lost, port, host, "--port") : `cannot listen on port ${port} or ${grpcPort} (--grpc-port): ${lost.message}`}`);
       return 2;
     }
     logger.error("appwatch could not start", { error: err instanceof Error ? err.message : String(err) });
@@ -271,7 +338,7 @@ async function runWatch(argv: string[], io: CliIo): Promise<number> {
     parsed = parseWatchArgs(argv, io.env ?? process.env);
   } catch (err) {
     if (err instanceof WatchUsageError) {
-      io.stderr(`appwatch watch: ${err.message}\nRun appwatch watch --help for usage.`);
+      io.stderr(`appwatch watch: ${err.message}\nRun ${helpCommand(io.env ?? process.env, "watch")} for usage.`);
       return 2;
     }
     throw err;
@@ -297,7 +364,7 @@ export async function runEvents(argv: string[], io: CliIo): Promise<number> {
     options = parseCli(argv, env, io.readFile);
   } catch (err) {
     if (err instanceof UsageError) {
-      io.stderr(`appwatch events: ${err.message}\nRun appwatch events --help for usage.`);
+      io.stderr(`appwatch events: ${err.message}\nRun ${helpCommand(env, "events")} for usage.`);
       return 2;
     }
     throw err;

@@ -499,7 +499,7 @@ contexts:
     {
       name: "bad YAML",
       text: "current-context: a: b\n",
-      error: (f) => `kubeconfig ${f}: invalid YAML: Nested mappings are not allowed in compact mappings at line 1, column 18`,
+      error: (f) => `kubeconfig ${f}: not valid YAML at line 1, column 18: Nested mappings are not allowed in compact mappings`,
     },
     {
       name: "top level is not a mapping",

@@ -1,5 +1,5 @@
 // Sandbox LIST: selectors, pagination over one snapshot, continue expiry, validation, RV semantics.
-// Rules cited are from kubernetes-watch.md (§1.2, §1.6, L1–L7).
+// Rule IDs (L1–L7) are the watch protocol's (docs/watch-protocol.md, "Rules → tests").
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { errorFromResponse } from "../src/kube/status.ts";

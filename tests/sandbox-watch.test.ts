@@ -1,5 +1,5 @@
 // Sandbox WATCH: initial events, replay, 410/504 in-stream, streaming lists, bookmarks, timeouts,
-// selector transitions, lifecycle. Rules cited are from kubernetes-watch.md (§1.2–1.5, W*, B*, S*).
+// selector transitions, lifecycle. Rule IDs (W*, B*, S*) are the watch protocol's (docs/watch-protocol.md).
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { errorFromStatus } from "../src/kube/status.ts";

@@ -129,13 +129,42 @@ describe("the worker entries' start (startWorker)", () => {
     assert.match(lines.join("\n"), /APPWATCH_PORT/);
   });
 
-  test("a cluster that cannot be opened (a kubeconfig that does not exist) exits 1", async () => {
+  test("a kubeconfig that does not exist is a configuration error: one plain line, exit 2 (as appwatch serve)", async () => {
     const lines: string[] = [];
+    const missing = resolve(ROOT, "no-such-dir/kubeconfig");
     await assert.rejects(
-      startWorker({ entry: "test", env: { APPWATCH_KUBECONFIG: resolve(ROOT, "no-such-dir/kubeconfig"), HOME: resolve(ROOT, "no-such-dir") }, adapter: () => assert.fail("no adapter without a cluster"), stderr: (l) => lines.push(l), exit: (code) => { throw new Exit(code); } }),
-      (e: unknown) => e instanceof Exit && e.code === 1,
+      startWorker({ entry: "test", env: { APPWATCH_KUBECONFIG: missing, HOME: resolve(ROOT, "no-such-dir") }, adapter: () => assert.fail("no adapter without a cluster"), stderr: (l) => lines.push(l), exit: (code) => { throw new Exit(code); } }),
+      (e: unknown) => e instanceof Exit && e.code === 2,
     );
-    assert.ok(lines.some((l) => JSON.parse(l).msg === "appwatch could not start"), lines.join("\n"));
+    assert.equal(lines.at(-1), `appwatch (test): kubeconfig ${missing}: cannot read file (ENOENT)`);
+    assert.ok(!lines.some((l) => l.includes('"level":"error"')), lines.join("\n"));
+  });
+
+  test("a worker entry warns when it listens beyond loopback without auth (Deno's onListen, Bun at start), and only then", async () => {
+    const adapter = await loadAdapter();
+    for (const [tokens, host, warned] of [["", "0.0.0.0", true], ["", "127.0.0.1", false], ["a-token-of-some-length", "0.0.0.0", false]] as const) {
+      const lines: string[] = [];
+      let exited: () => void = () => {};
+      const done = new Promise<void>((r) => (exited = r));
+      const worker = await startWorker({
+        entry: "test",
+        env: { APPWATCH_SANDBOX: "true", APPWATCH_DEMO_INTERVAL_MS: "0", APPWATCH_LOG_LEVEL: "warn", ...(tokens ? { APPWATCH_AUTH_TOKENS: tokens } : {}) },
+        adapter: () => adapter,
+        stderr: (l) => lines.push(l),
+        exit: () => {
+          exited();
+          return undefined as never;
+        },
+      });
+      try {
+        worker.listening("http://127.0.0.1:1", host);
+      } finally {
+        worker.onSignal(); // stop before asserting: a failed assertion must not leave the watch running
+        await done;
+      }
+      const warnings = lines.filter((l) => (JSON.parse(l) as { msg: string }).msg.startsWith("NO AUTH ON"));
+      assert.equal(warnings.length, warned ? 1 : 0, `${host} auth=${tokens !== ""}: ${lines.join("\n")}`);
+    }
   });
 
   test("a signal stops gracefully, then exits 0; a repeat within a second is the same keypress; one later exits 130", async () => {

@@ -132,6 +132,8 @@ export class AppK8sClient {
   #stop: AbortController | undefined;
   #loop: Promise<void> | undefined;
   #started: Promise<void> | undefined;
+  /** Why the last {@link startWatching} failed (cleared when one succeeds). */
+  #startError: string | undefined;
   readonly #clock: Clock;
   #stoppedAt: number;
 
@@ -170,7 +172,8 @@ export class AppK8sClient {
       const started = this.#start(signal);
       this.#started = started;
       // A failed start (API server unreachable, Knative missing, forbidden) may be retried.
-      started.catch(() => {
+      started.then(() => (this.#startError = undefined), (err: unknown) => {
+        this.#startError = err instanceof Error ? err.message : String(err);
         if (this.#started === started) this.#started = undefined;
       });
     }
@@ -306,6 +309,19 @@ export class AppK8sClient {
   /** True once the initial sync is done, and while the watch runs (false again once it stops). */
   get synced(): boolean {
     return this.#synced;
+  }
+
+  /**
+   * The last error of the watch, for clients told to wait (`/readyz`, a refused stream): the
+   * failed request that keeps the initial sync from finishing (or the watch from being healthy
+   * after it), e.g. `cannot reach the Kubernetes API at …: ECONNREFUSED`; undefined while healthy
+   * or before any request has failed.
+   */
+  get lastWatchError(): string | undefined {
+    const h = this.health();
+    if (h.healthy) return undefined;
+    // "not started" / "not watching" are states, not errors: then the last failed start says why.
+    return h.reason !== undefined && !/(^|: )not (started|watching)$/.test(h.reason) ? h.reason : this.#startError;
   }
 
   /** Contact with the API server: the KService watch's, else the Revision watch's failure; not watching is unhealthy. */

@@ -10,6 +10,7 @@
  */
 import * as v from "valibot";
 import { parseDocument } from "yaml";
+import { yamlErrorText } from "../yaml-error.ts";
 
 /** The ExecCredential API versions appwatch can talk to. */
 export const EXEC_API_VERSIONS = [
@@ -172,8 +173,7 @@ export function parseKubeconfig(text: string, file: string): ParsedKubeconfig {
   const doc = parseDocument(text);
   const yamlError = doc.errors[0];
   if (yamlError) {
-    const first = yamlError.message.split("\n")[0]?.replace(/:\s*$/, "") ?? "parse error";
-    throw new KubeconfigError(`kubeconfig ${file}: invalid YAML: ${first}`);
+    throw new KubeconfigError(`kubeconfig ${file}: not valid YAML at ${yamlErrorText(yamlError)}`);
   }
   const raw: unknown = doc.toJS({ maxAliasCount: 100 });
   if (raw === null || raw === undefined) {

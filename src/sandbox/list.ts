@@ -1,5 +1,5 @@
 /**
- * LIST: the resourceVersion semantics table of the API docs (kubernetes-watch.md §1.2),
+ * LIST: the resourceVersion semantics table of the Kubernetes API docs ("Resource versions"),
  * pagination with `limit`/`continue` over one consistent snapshot (§1.6), and the 410s of
  * expired tokens and compacted RVs (§1.3).
  * @module

@@ -6,8 +6,8 @@
  * This is the package's `./sandbox` entry, apart from the engine in `mod.ts`:
  *
  * ```ts
- * import { startSandboxCluster } from "@appwatch/appwatch/sandbox";
- * import { startService } from "@appwatch/appwatch";
+ * import { startSandboxCluster } from "appwatch/sandbox"; // npm; from JSR: "@appwatch/appwatch/sandbox"
+ * import { startService } from "appwatch";
  * ```
  * @module
  */

@@ -2,7 +2,7 @@
  * WATCH, modelled on the apiserver's watch cache (cacher): synthetic ADDEDs for RV ""/"0",
  * replay from history for RV=N, streaming lists (sendInitialEvents), bookmarks, selector
  * transitions as ADDED/DELETED, and in-stream ERROR events for 410 and "too large".
- * Rules cited are from kubernetes-watch.md (§1.2–1.5, W*, B*, S*).
+ * Rule IDs (W*, B*, S*) are the watch protocol's (docs/watch-protocol.md, "Rules → tests").
  * @module
  */
 import type { Logger } from "../log.ts";

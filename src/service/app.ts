@@ -180,7 +180,10 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
   const sandboxNote = readySandboxNote(cluster);
   app.get("/readyz", (c) => {
     if (closing) return c.json({ status: "not ready", reason: "shutting down", ...sandboxNote }, 503);
-    if (!client.synced) return c.json({ status: "not ready", reason: "initial sync of app KServices not done yet", ...sandboxNote }, 503);
+    if (!client.synced) {
+      const lastError = client.lastWatchError;
+      return c.json({ status: "not ready", reason: "initial sync of app KServices not done yet", ...(lastError ? { lastError } : {}), ...sandboxNote }, 503);
+    }
     const h = client.health();
     if (!h.healthy) return c.json({ status: "not ready", reason: h.reason ?? "watch unhealthy", since: new Date(h.since).toISOString(), ...sandboxNote }, 503);
     return c.json({ status: "ready", ...sandboxNote });

@@ -18,6 +18,7 @@ import { dirname, isAbsolute, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import * as v from "valibot";
 import { parse as parseYaml } from "yaml";
+import { yamlErrorText } from "../yaml-error.ts";
 import { check, fromString, type Layer, type Problems, readEnvLayer, splitList } from "./settings-env.ts";
 import {
   type Command,
@@ -174,6 +175,7 @@ export function optionsHelp(command: Command): string {
   };
   if (readsFile(command)) row("--config <path>", "config file", ["default: none", `env ${CONFIG_ENV}`]);
   row("-h, --help", "show this help", []);
+  row("--version", "print the version and exit", []);
   const rows = rowsOf(command);
   for (const section of SECTIONS) {
     const mine = rows.filter((r) => r.section === section);
@@ -244,7 +246,7 @@ function readFileLayer(path: string, text: string, rows: ReadonlyMap<string, Set
   try {
     doc = parseYaml(text);
   } catch (err) {
-    problems.push(`${path}: not valid YAML: ${(err as Error).message.split("\n")[0]}`);
+    problems.push(`${path}: not valid YAML at ${yamlErrorText(err)}`);
     return {};
   }
   if (doc === null || doc === undefined) return {};

@@ -12,6 +12,7 @@ import type { Logger } from "../log.ts";
 import { adapterOptions, type ClusterSource, compose } from "../worker/compose.ts";
 import type { AppwatchApp } from "./app.ts";
 import { type ListeningServer, loadAdapter } from "./adapters/types.ts";
+import { exposureWarning } from "./exposure.ts";
 import type { ServiceSettings } from "./settings.ts";
 
 /** The settings `startService` needs, derived from the settings table (`settings.ts`; `config.ts` reads them). */
@@ -100,6 +101,8 @@ export async function startService<C extends ClusterSource>(
       namespaces: namespaces.includes("*") ? "*" : namespaces,
       auth: settings.authTokens.length > 0,
     });
+    const exposed = exposureWarning(settings.host, settings.authTokens.length > 0);
+    if (exposed) log.warn(exposed, { host: settings.host, port: server.port });
     return {
       url: server.url,
       port: server.port,

@@ -137,7 +137,7 @@ export class StreamSessions {
       return {
         status: 503,
         code: "unavailable",
-        message: "the initial sync of app KServices is not done yet (see /readyz); retry shortly",
+        message: `the initial sync of app KServices is not done yet${this.#core.client.lastWatchError ? ` (last watch error: ${this.#core.client.lastWatchError})` : ""}; see /readyz, retry shortly`,
         reason: "not-synced",
       };
     }

@@ -99,7 +99,9 @@ const PORT = "a port number (0-65535; 0: any free port)";
 /** Every setting, in help order within its section. */
 export const SETTINGS = [
   // serve: the service itself.
-  { key: "host", type: "string", default: "0.0.0.0", commands: ["serve"], flag: "host", arg: "<addr>", env: "APPWATCH_HOST", file: true, shown: "0.0.0.0 (all IPv4 interfaces)", help: "address to listen on; 127.0.0.1 for this machine only, :: for IPv6", section: S_SERVER },
+  // Loopback by default: with no auth, every interface would show every app to the network (issue 24).
+  // The image and deploy/ say 0.0.0.0 themselves (Dockerfile: APPWATCH_HOST; deploy/deployment.yaml: --host).
+  { key: "host", type: "string", default: "127.0.0.1", commands: ["serve"], flag: "host", arg: "<addr>", env: "APPWATCH_HOST", file: true, shown: "127.0.0.1 (this machine only)", help: "address to listen on; 0.0.0.0 (or ::) for every interface: then turn auth on, or a warning says so", section: S_SERVER },
   { key: "port", type: "int", min: 0, max: 65535, what: PORT, default: 8080, commands: ["serve"], flag: "port", arg: "<port>", env: "APPWATCH_PORT", file: true, help: "port to listen on (0: any free port)", section: S_SERVER },
   { key: "grpcPort", type: "int", min: 0, max: 65535, what: PORT, commands: ["serve"], flag: "grpc-port", arg: "<port>", env: "APPWATCH_GRPC_PORT", file: true, shown: "off", help: "also serve Flyte's AppService over gRPC (HTTP/2 cleartext) on this port (0: any free port)", section: S_SERVER },
   { key: "shutdownTimeoutSeconds", type: "seconds", min: 0, max: 3600, default: 10, commands: ["serve"], flag: "shutdown-timeout", arg: "<sec>", env: "APPWATCH_SHUTDOWN_TIMEOUT", file: true, help: "on SIGTERM/SIGINT, how long to wait for streams to close", section: S_SERVER },

@@ -3,7 +3,7 @@
  * responses. Lines are split on raw bytes (so a chunk boundary may fall
  * anywhere, even inside a UTF-8 sequence) and only complete lines are decoded,
  * which is both the most portable and the fastest approach measured on
- * Deno, Bun and Node (see `../shared/reference/runtimes.md` §3).
+ * Deno, Bun and Node (B1 in BENCHMARKS.md).
  * @module
  */
 

@@ -24,6 +24,8 @@ const worker = await startWorker({
   stderr: (line) => console.error(line),
   exit: (code) => process.exit(code),
 });
+// Bun.serve listens on 0.0.0.0 unless told otherwise (APPWATCH_HOST).
+worker.checkExposure(worker.address.hostname ?? "0.0.0.0");
 process.on("SIGTERM", worker.onSignal);
 process.on("SIGINT", worker.onSignal);
 

@@ -19,9 +19,10 @@ import type { AppRuntime } from "../service/transports.ts";
 import type { ServiceSettings } from "../service/settings.ts";
 import { runtimeVersion, type RuntimeName } from "../runtime.ts";
 import { Backoff, sleep } from "../watch/backoff.ts";
+import { VERSION } from "../version.ts";
 
 /** The version in package.json. */
-export const VERSION = "0.1.0";
+export { VERSION };
 
 /** The cluster a service watches, and who releases it. */
 export interface ClusterSource {

@@ -39,6 +39,6 @@ for (const signal of ["SIGTERM", "SIGINT"]) {
 export default {
   fetch: worker.composition.fetch,
   onListen(addr: { hostname: string; port: number }) {
-    worker.listening(`http://${urlHost(addr.hostname)}:${addr.port}`);
+    worker.listening(`http://${urlHost(addr.hostname)}:${addr.port}`, addr.hostname);
   },
 };

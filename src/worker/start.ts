@@ -16,6 +16,7 @@ import { ClusterChoiceError, type OpenedCluster, openCluster } from "../cli.ts";
 import { createLogger, type Logger } from "../log.ts";
 import { ConfigError, describeSettings, type LoadedSettings, loadSettings } from "../service/config.ts";
 import type { AdapterOptions } from "../service/adapters/types.ts";
+import { exposureWarning } from "../service/exposure.ts";
 import type { ServiceSettings } from "../service/settings.ts";
 import { adapterOptions, type ClusterSource, compose, type ComposeRuntime, type Composition } from "./compose.ts";
 
@@ -41,8 +42,10 @@ export interface Worker<R extends ComposeRuntime> {
   readonly logger: Logger;
   /** The listen address set by the configuration (env or file), if any; else the runtime's default applies. */
   readonly address: { port?: number; hostname?: string };
-  /** Logs where the runtime listens (Deno's `onListen`). */
-  listening(url: string): void;
+  /** Logs where the runtime listens (Deno's `onListen`), and warns when that is beyond loopback without auth. */
+  listening(url: string, hostname: string): void;
+  /** Warns when `hostname` is beyond loopback and auth is off (Bun, which logs no listening line of ours, calls it). */
+  checkExposure(hostname: string): void;
   /**
    * SIGTERM/SIGINT: the graceful stop (streams closed with 1001 / ended, the watch stopped, the
    * cluster released, within the shutdown deadline), then exit 0; a second signal more than a
@@ -98,15 +101,21 @@ export async function startWorker<R extends ComposeRuntime>(io: WorkerIo<R>): Pr
     ...(loaded.sources.host !== "default" ? { hostname: settings.host } : {}),
   };
   const namespaces = opened.source.namespaces.includes("*") ? "*" : [...opened.source.namespaces];
+  const checkExposure = (hostname: string) => {
+    const exposed = exposureWarning(hostname, settings.authTokens.length > 0);
+    if (exposed) logger.warn(exposed, { entry: io.entry, host: hostname });
+  };
   return {
     composition,
     runtime,
     settings,
     logger,
     address,
-    listening(url) {
+    listening(url, hostname) {
       logger.info("appwatch listening", { url, entry: io.entry, runtime: runtime.runtime, cluster: opened.source.describe, namespaces, auth: settings.authTokens.length > 0 });
+      checkExposure(hostname);
     },
+    checkExposure,
     onSignal() {
       if (firstSignalAt !== undefined) {
         if (now() - firstSignalAt > 1000) io.exit(130); // a deliberate second Ctrl-C: leave now

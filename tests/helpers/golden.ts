@@ -1,5 +1,5 @@
 /**
- * Flyte's golden answers (tests/fixtures/flyte-golden/, copied from ../shared/reference/flyte-golden):
+ * Flyte's golden answers (tests/fixtures/flyte-golden/, recorded from Flyte's own code):
  * KServices with the App that Flyte's own Go `kserviceToApp` produced, and how to compare
  * appwatch's answer with Flyte's — value for value and key for key, Flyte's `now()` replaced by
  * the stable time appwatch documents (docs/flyte-compatibility.md, divergence 1).

@@ -14,11 +14,16 @@ import type { Compression, UniversalHandler, UniversalServerRequest, UniversalSe
 import type { AppServiceHandlers } from "../connect.ts";
 import { type ListeningServer, urlHost } from "./types.ts";
 
-/** gzip for request and response messages (what gRPC clients may ask for; identity is always on). */
+/**
+ * gzip for request and response messages (what gRPC clients may ask for; identity is always on).
+ * `new Uint8Array(buffer)` copies into a fresh `ArrayBuffer`: a `Buffer`'s own `.buffer` is typed
+ * `ArrayBuffer | SharedArrayBuffer` under Deno's Node types, which a Deno consumer's `deno check`
+ * rejects (issue 24, item 1).
+ */
 const GZIP: Compression = {
   name: "gzip",
   compress: (bytes) =>
-    new Promise((resolve, reject) => gzip(bytes, (err, out) => (err ? reject(err) : resolve(new Uint8Array(out.buffer.slice(out.byteOffset, out.byteOffset + out.byteLength)))))),
+    new Promise((resolve, reject) => gzip(bytes, (err, out) => (err ? reject(err) : resolve(new Uint8Array(out))))),
   decompress: (bytes, readMaxBytes) =>
     new Promise((resolve, reject) => {
       if (bytes.byteLength === 0) return resolve(new Uint8Array(0));
@@ -26,7 +31,7 @@ const GZIP: Compression = {
         if (err) {
           const tooBig = (err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE";
           reject(new ConnectError(tooBig ? `message is larger than configured readMaxBytes ${readMaxBytes} after decompression` : "invalid gzip data", tooBig ? Code.ResourceExhausted : Code.InvalidArgument));
-        } else resolve(new Uint8Array(out.buffer.slice(out.byteOffset, out.byteOffset + out.byteLength)));
+        } else resolve(new Uint8Array(out));
       });
     }),
 };
