@@ -16,7 +16,8 @@
  * @module
  */
 import { getConnInfo } from "hono/deno";
-import { defineWebSocketHelper, type UpgradeWebSocket, type WSEvents, WSContext } from "hono/ws";
+import { defineWebSocketHelper, type UpgradeWebSocket, type WSContext, type WSEvents } from "hono/ws";
+import { SocketContext } from "./ws-context.ts";
 import { type AdapterOptions, DRAIN_POLL_MS, type ServerAdapter, type SocketSink, urlHost } from "./types.ts";
 
 type Events = WSEvents<unknown>;
@@ -34,11 +35,8 @@ export function createAdapter({ pingSeconds }: Required<AdapterOptions>): Server
     // deno-lint-ignore no-explicit-any
     const Deno = (globalThis as any).Deno;
     const { response, socket } = Deno.upgradeWebSocket(c.req.raw, { idleTimeout, ...(protocol ? { protocol } : {}) }) as { response: Response; socket: Tagged };
-    socket[WIRED] = { events, ctx: new DenoWsContext(socket, protocol) };
-    socket.onopen = onOpen;
-    socket.onmessage = onMessage;
-    socket.onclose = onClose;
-    socket.onerror = onError;
+    socket[WIRED] = { events, ctx: new SocketContext(socket, protocol ?? null) };
+    socket.onopen = socket.onmessage = socket.onclose = socket.onerror = onEvent;
     return response;
   });
   return {
@@ -75,42 +73,14 @@ export function createAdapter({ pingSeconds }: Required<AdapterOptions>): Server
   };
 }
 
-function onOpen(this: Tagged, evt: Event): void {
-  const w = this[WIRED]!;
-  w.events.onOpen?.(evt, w.ctx);
+/** Every event of every socket: the socket's record is on the socket (an event handler's `this`). */
+function onEvent(this: Tagged, evt: Event): void {
+  const { events, ctx } = this[WIRED]!;
+  if (evt.type === "message") events.onMessage?.(evt as MessageEvent, ctx);
+  else if (evt.type === "close") events.onClose?.(evt as CloseEvent, ctx);
+  else if (evt.type === "open") events.onOpen?.(evt, ctx);
+  else events.onError?.(evt, ctx);
 }
-function onMessage(this: Tagged, evt: MessageEvent): void {
-  const w = this[WIRED]!;
-  w.events.onMessage?.(evt, w.ctx);
-}
-function onClose(this: Tagged, evt: CloseEvent): void {
-  const w = this[WIRED]!;
-  w.events.onClose?.(evt, w.ctx);
-}
-function onError(this: Tagged, evt: Event): void {
-  const w = this[WIRED]!;
-  w.events.onError?.(evt, w.ctx);
-}
-
-/** Hono's `WSContext` over a Deno `WebSocket`, with no init closures: the methods read the socket. */
-class DenoWsContext extends WSContext<unknown> {
-  constructor(socket: WebSocket, protocol: string | undefined) {
-    super(UNUSED_INIT);
-    this.raw = socket;
-    this.protocol = protocol ?? null;
-  }
-  override send(data: string | ArrayBuffer | Uint8Array): void {
-    (this.raw as WebSocket).send(data as string);
-  }
-  override close(code?: number, reason?: string): void {
-    (this.raw as WebSocket).close(code, reason);
-  }
-  override get readyState(): 0 | 1 | 2 | 3 {
-    return (this.raw as WebSocket).readyState as 0 | 1 | 2 | 3;
-  }
-}
-/** `WSContext` needs an init; {@link DenoWsContext} overrides everything it is used for. */
-const UNUSED_INIT = { send() {}, close() {}, readyState: 3 as const };
 
 /** One Deno `WebSocket` as a {@link SocketSink}: one object, no closures. */
 class DenoSocket implements SocketSink {

@@ -26,6 +26,7 @@ import { getConnInfo } from "@hono/node-server/conninfo";
 import { defineWebSocketHelper, type UpgradeWebSocket, type WSEvents, WSContext } from "hono/ws";
 import { type WebSocket, WebSocketServer } from "ws";
 import { Ticker } from "../ticker.ts";
+import { SocketContext } from "./ws-context.ts";
 import { type AdapterOptions, type ServerAdapter, type SocketSink, urlHost } from "./types.ts";
 
 /** Set on an upgrade request's env by {@link upgradeWebSocket}: the app accepted it as a WebSocket with these events. */
@@ -165,32 +166,9 @@ interface Wired {
   ctx: WSContext<unknown>;
 }
 
-/**
- * Hono's `WSContext` over a `ws` socket, with no init closures and no URL (nothing of the request
- * is kept): the methods read the socket itself.
- */
-class NodeWsContext extends WSContext<unknown> {
-  constructor(ws: WebSocket) {
-    super(UNUSED_INIT);
-    this.raw = ws;
-    this.protocol = ws.protocol;
-  }
-  override send(data: string | ArrayBuffer | Uint8Array): void {
-    (this.raw as WebSocket).send(data);
-  }
-  override close(code?: number, reason?: string): void {
-    (this.raw as WebSocket).close(code, reason);
-  }
-  override get readyState(): 0 | 1 | 2 | 3 {
-    return (this.raw as WebSocket).readyState as 0 | 1 | 2 | 3;
-  }
-}
-/** `WSContext` needs an init; {@link NodeWsContext} overrides everything it is used for. */
-const UNUSED_INIT = { send() {}, close() {}, readyState: 3 as const };
-
 /** `ws`'s events as Hono's, through listeners shared by every socket. */
 function wire(ws: WebSocket, events: Events): void {
-  const wired: Wired = { events, ctx: new NodeWsContext(ws) };
+  const wired: Wired = { events, ctx: new SocketContext(ws) };
   (ws as unknown as Tagged)[WIRED] = wired;
   ws.on("message", onWsMessage);
   ws.on("close", onWsClose);
