@@ -147,7 +147,8 @@ export {
   WatchRequestSchema as WatchRequestMessage,
   WatchResponseSchema,
 } from "./src/flyte/proto/app_service_pb.ts";
-export { type AppServiceHandlers, createAppServiceHandlers, mountConnect } from "./src/service/connect.ts";
+export { type AppServiceHandlers, createAppServiceHandlers } from "./src/service/connect/handlers.ts";
+export { mountConnect } from "./src/service/connect/mount.ts";
 export { listenGrpc } from "./src/service/adapters/grpc.ts";
 
 // Utilities

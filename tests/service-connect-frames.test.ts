@@ -1,9 +1,9 @@
 /**
- * The Connect-protocol Watch body written from shared frames (src/service/connect-frames.ts): the
+ * The Connect-protocol Watch body written from shared frames (src/service/connect/frames.ts): the
  * bytes are connect-es's own serialization of the same messages (JSON and binary), every subscriber
  * gets the same bytes, the end-stream frame carries the resume position and today's errors, and a
  * stream refused at admission or ended by `connect-timeout-ms` ends as it did on connect-es. These
- * tests pass on the connect-es body too (the commit before connect-frames.ts): that is the oracle.
+ * tests pass on the connect-es body too (the commit before src/service/connect/frames.ts, then connect-frames.ts): that is the oracle.
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";

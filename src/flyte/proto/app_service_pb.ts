@@ -3,7 +3,7 @@
  * `Condition`, the Watch/List/Get payloads, …), declared from the field numbers and types of
  * the Flyte IDL (flyteorg/flyte `flyteidl2/app/{app_definition,app_payload,app_service}.proto`,
  * `flyteidl2/common/{identifier,list}.proto`, `flyteidl2/task/task_definition.proto`), on top of
- * the `Spec` closure in `spec_pb.ts`. The Connect routes (`src/service/connect.ts`) serve this
+ * the `Spec` closure in `spec_pb.ts`. The Connect routes (`src/service/connect/`) serve this
  * service; protobuf-es's `toJson` of these messages is the same proto3 JSON the rest of appwatch
  * writes by hand.
  * @module

@@ -11,7 +11,7 @@ import { createServer, type Http2ServerRequest, type Http2ServerResponse, type H
 import { gunzip, gzip } from "node:zlib";
 import { Code, ConnectError, createConnectRouter } from "@connectrpc/connect";
 import type { Compression, UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
-import type { AppServiceHandlers } from "../connect.ts";
+import type { AppServiceHandlers } from "../connect/handlers.ts";
 import { type ListeningServer, urlHost } from "./types.ts";
 
 /**

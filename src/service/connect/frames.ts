@@ -20,8 +20,8 @@
 import { fromJson, type JsonValue, type Message, toBinary, toJsonString } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
 import { createEndStreamSerialization, endStreamFlag } from "@connectrpc/connect/protocol-connect";
-import type { WatchResponse } from "../flyte/model.ts";
-import { WatchResponseSchema } from "../flyte/proto/app_service_pb.ts";
+import type { WatchResponse } from "../../flyte/model.ts";
+import { WatchResponseSchema } from "../../flyte/proto/app_service_pb.ts";
 
 const watchMessages = new WeakMap<WatchResponse, Message>();
 

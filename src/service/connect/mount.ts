@@ -1,0 +1,65 @@
+/**
+ * Mounts AppService on a Hono app at `/internal/flyteidl2.app.AppService/<Method>` (where Flyte's
+ * data plane serves it) and at `/flyteidl2.app.AppService/<Method>` (the control plane's path), for
+ * Connect (JSON and binary) and gRPC-Web. One exception to "framing is connect-es's": the
+ * Connect-protocol Watch body is written from frames encoded once per event and shared by every
+ * subscriber (frames.ts, watch-body.ts: connect-es serialized each event once per stream, measured
+ * in B6); connect-es still parses, checks and admits that request and sets its headers. gRPC-Web
+ * Watch and compressed streams stay on connect-es.
+ * @module
+ */
+import { createConnectRouter } from "@connectrpc/connect";
+import { universalServerRequestFromFetch, universalServerResponseToFetch } from "@connectrpc/connect/protocol";
+import type { Context, Hono } from "hono";
+import { AppService } from "../../flyte/proto/app_service_pb.ts";
+import type { ServiceMetrics } from "../metrics.ts";
+import type { AppServiceHandlers, StreamState } from "./handlers.ts";
+import { checkBinaryRequest } from "./input.ts";
+import { APP_SERVICE_PATH } from "./names.ts";
+import { connectWatchBody, untilDrained } from "./watch-body.ts";
+import type { WatchRun } from "./watch-run.ts";
+
+
+/**
+ * Mounts AppService on `app` at both path prefixes, for Connect (JSON and binary) and gRPC-Web;
+ * gRPC proper needs HTTP/2 trailers, which a fetch `Response` cannot carry (see `adapters/grpc.ts`).
+ */
+export function mountConnect(
+  app: Hono,
+  service: AppServiceHandlers,
+  metrics: ServiceMetrics,
+  clientAddress?: (c: Context) => string | undefined,
+  /** Called when a Watch stream's body has been drained (its end-stream frame taken). */
+  onDrained?: () => void,
+): void {
+  const router = createConnectRouter({ connect: true, grpcWeb: true, grpc: false });
+  service.routes(router);
+  const handlers = new Map(router.handlers.map((h) => [h.requestPath, h]));
+  for (const prefix of ["/internal", ""]) {
+    app.on(["POST", "GET"], `${prefix}${APP_SERVICE_PATH}/:method`, async (c) => {
+      const handler = handlers.get(`${APP_SERVICE_PATH}/${c.req.param("method")}`);
+      const method = AppService.methods.find((m) => m.name === c.req.param("method"));
+      if (!handler || !method) return c.json({ code: "unimplemented", message: `${c.req.path} is not a method of ${AppService.typeName}` }, 404);
+      const checked = await checkBinaryRequest(c.req.raw, method.input, service.maxMessageBytes);
+      const request = universalServerRequestFromFetch(checked.request, {});
+      let handedOff: WatchRun | undefined;
+      const stream: StreamState = { opened: false, drainTracked: true, handoff: (watch) => (handedOff = watch) };
+      request.contextValues = service.contextValues(clientAddress?.(c) ?? "unknown", stream, checked.rejection);
+      const universal = await handler(request);
+      const drained = () => {
+        if (stream.opened) {
+          metrics.connectStreams--;
+          onDrained?.();
+        }
+      };
+      if (handedOff !== undefined) {
+        // connect-es's body is only the end-stream frame of the generator it saw return: dropped.
+        const rest = universal.body;
+        if (rest !== undefined && Symbol.asyncIterator in rest) void (async () => { for await (const _ of rest); })().catch(() => {});
+        return new Response(connectWatchBody(handedOff, request.signal, drained), { status: universal.status, headers: universal.header });
+      }
+      const response = universalServerResponseToFetch(universal);
+      return response.body ? new Response(untilDrained(response.body, drained), response) : response;
+    });
+  }
+}

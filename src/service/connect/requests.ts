@@ -1,0 +1,74 @@
+/**
+ * What AppService's handlers read from requests, checked after protobuf-es has decoded them
+ * (proto3 JSON shapes), and the Connect error that names the field at fault.
+ * @module
+ */
+import { Code, ConnectError } from "@connectrpc/connect";
+import * as v from "valibot";
+import type { SubscribeTarget } from "../../flyte/app-client.ts";
+import { Name } from "../schemas.ts";
+
+// Identities are names as in the REST API: before the first sync they reach label and field selectors.
+const OptionalName = v.optional(v.union([v.literal(""), Name], "must be letters, digits, '.', '_' or '-', starting and ending with a letter or digit"), "");
+export const IdentifierJson = v.object({
+  org: v.optional(v.string(), ""),
+  project: v.optional(v.string(), ""),
+  domain: v.optional(v.string(), ""),
+  name: v.optional(v.string(), ""),
+});
+export const AppIdJson = v.object({ org: OptionalName, project: Name, domain: Name, name: Name });
+export const ProjectJson = v.object({ organization: OptionalName, domain: OptionalName, name: Name });
+export const WatchRequestJson = v.object({
+  org: v.optional(v.string()),
+  clusterId: v.optional(v.unknown()),
+  project: v.optional(v.unknown()),
+  appId: v.optional(v.unknown()),
+});
+export const ListRequestJson = v.object({
+  request: v.optional(v.object({ limit: v.optional(v.number(), 0), token: v.optional(v.string(), "") })),
+  org: v.optional(v.string()),
+  clusterId: v.optional(v.unknown()),
+  project: v.optional(v.object({ organization: OptionalName, domain: OptionalName, name: OptionalName })),
+});
+export const GetRequestJson = v.object({ appId: v.optional(IdentifierJson), ingress: v.optional(v.unknown()) });
+
+/** An `invalid_argument` naming the request field at fault. */
+export function invalid(field: string, issues: v.BaseIssue<unknown>[]): ConnectError {
+  const issue = issues[0];
+  const path = issue?.path?.map((p) => String(p.key)).join(".");
+  return new ConnectError(`${field}${path ? `.${path}` : ""}: ${issue?.message ?? "is not valid"}`, Code.InvalidArgument);
+}
+
+export function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** The subscription target of a `WatchRequest` (Flyte: only `appId`; here also `project` and `org`). */
+export function watchTargetOf(json: unknown): { target: SubscribeTarget; kind: string } {
+  const req = v.safeParse(WatchRequestJson, json);
+  if (!req.success) throw invalid("WatchRequest", req.issues);
+  const r = req.output;
+  if (r.clusterId !== undefined) {
+    throw new ConnectError("the cluster_id watch target is not supported: appwatch serves the one cluster it runs in", Code.Unimplemented);
+  }
+  if (r.appId !== undefined) {
+    const id = v.safeParse(AppIdJson, r.appId);
+    if (!id.success) throw invalid("appId", id.issues);
+    const { org, project, domain, name } = id.output;
+    return { target: { ...(org ? { org } : {}), project, domain, name }, kind: "app" };
+  }
+  if (r.project !== undefined) {
+    const p = v.safeParse(ProjectJson, r.project);
+    if (!p.success) throw invalid("project", p.issues);
+    const { organization, domain, name } = p.output;
+    const org = organization ? { org: organization } : {};
+    return { target: domain ? { ...org, project: name, domain } : { ...org, project: name }, kind: "project" };
+  }
+  if (r.org !== undefined) {
+    const org = v.safeParse(Name, r.org);
+    if (!org.success) throw new ConnectError(`org: ${org.issues[0].message}`, Code.InvalidArgument);
+    return { target: { org: r.org }, kind: "org" };
+  }
+  // No target: every app (Flyte sends a snapshot of all apps and then never a live event).
+  return { target: "", kind: "all" };
+}

@@ -1,0 +1,120 @@
+/**
+ * The response bodies of Connect streams written by mount.ts: the pre-encoded Watch body, and
+ * connect-es's bodies wrapped to tell when they were drained.
+ * @module
+ */
+import { endStreamFrame, watchFrame } from "./frames.ts";
+import { RESUME_HEADER } from "./names.ts";
+import type { WatchBody, WatchRun } from "./watch-run.ts";
+
+/** Bytes the pre-encoded Connect body may hold before the session stops taking events for it. */
+const CONNECT_BODY_HIGH_WATER_BYTES = 256 * 1024;
+
+/**
+ * `body`, calling `done` once the server has taken its last chunk (or the client went away):
+ * shutdown waits for open streams, and a Watch stream's end-stream frame is its last chunk.
+ */
+export function untilDrained(body: ReadableStream<Uint8Array>, done: () => void): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  let finished = false;
+  const finish = () => {
+    if (!finished) {
+      finished = true;
+      done();
+    }
+  };
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { value, done: end } = await reader.read();
+        if (end) {
+          finish();
+          controller.close();
+        } else {
+          controller.enqueue(value);
+        }
+      } catch (err) {
+        finish();
+        controller.error(err);
+      }
+    },
+    cancel(reason) {
+      finish();
+      return reader.cancel(reason);
+    },
+  }, { highWaterMark: 0 });
+}
+
+
+
+/**
+ * The response body of a handed-off Connect Watch ({@link StreamState.handoff}): each event's
+ * pre-encoded frame (shared by every subscriber, frames.ts), written by the session as the
+ * event is published, then the end-stream frame with the resume position as trailer — what
+ * connect-es would write, without its per-stream serialization. The body holds up to
+ * {@link CONNECT_BODY_HIGH_WATER_BYTES}: a client that stops reading fills it and the session's
+ * slow-consumer policy applies, as on connect-es's body. `done` is called once the end-stream
+ * frame is written or the client went away.
+ */
+export function connectWatchBody(watch: WatchRun, requestSignal: AbortSignal, done: () => void): ReadableStream<Uint8Array> {
+  let gone = false;
+  const leave = () => {
+    gone = true;
+    watch.stop.abort();
+  };
+  requestSignal.addEventListener("abort", leave, { once: true });
+  // connect-es's deadline (`connect-timeout-ms`) ends the stream as the client leaving does.
+  const timer = watch.timeoutMs !== undefined ? setTimeout(leave, Math.max(0, watch.timeoutMs)) : undefined;
+  let finished = false;
+  const finish = () => {
+    if (finished) return;
+    finished = true;
+    if (timer !== undefined) clearTimeout(timer);
+    requestSignal.removeEventListener("abort", leave);
+    done();
+  };
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  let pulled: (() => void) | undefined;
+  const body: WatchBody = {
+    write(event) {
+      if (!finished) controller.enqueue(watchFrame(event, watch.binary));
+    },
+    room: () => (finished ? 1 : controller.desiredSize ?? 0),
+    pulled: (signal) =>
+      new Promise<void>((resolve) => {
+        if (finished || signal.aborted || (controller.desiredSize ?? 0) > 0) return resolve();
+        pulled = resolve;
+        signal.addEventListener("abort", () => resolve(), { once: true });
+      }),
+    finish() {
+      if (finished) return;
+      const error = watch.endError(gone);
+      void watch.close().then(() => {
+        if (finished) return;
+        const trailer = new Headers();
+        if (watch.position !== undefined) trailer.set(RESUME_HEADER, watch.position);
+        try {
+          controller.enqueue(endStreamFrame(trailer, error));
+          controller.close();
+        } catch { /* cancelled */ }
+        finish();
+      });
+    },
+  };
+  return new ReadableStream<Uint8Array>({
+    start(ctl) {
+      controller = ctl;
+      watch.sink.attach(watch, body);
+    },
+    pull() {
+      const wake = pulled;
+      pulled = undefined;
+      wake?.();
+    },
+    async cancel() {
+      leave();
+      await watch.close();
+      finish();
+    },
+  }, { highWaterMark: CONNECT_BODY_HIGH_WATER_BYTES, size: (chunk) => chunk.byteLength });
+}
