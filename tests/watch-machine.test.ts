@@ -1,7 +1,8 @@
 /**
  * The list/watch state machine (`src/watch/machine.ts`) without HTTP: each
  * rule as a sequence of outcomes fed to `step`, with the backoff on a
- * virtual clock and a fixed random source.
+ * virtual clock and a fixed random source. `step` is pure: the delay it asks
+ * for is turned into milliseconds here as the reflector does (delay.ts).
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -16,10 +17,11 @@ import {
   type Outcome,
   start,
   type State,
-  step,
+  step as machineStep,
   type Step,
   watchQuery,
 } from "../src/watch/machine.ts";
+import { delayMs } from "../src/watch/delay.ts";
 import { ObjectStore } from "../src/watch/store.ts";
 import { type KubeObject, objectKey, type ReflectorEvent } from "../src/watch/types.ts";
 
@@ -29,7 +31,7 @@ function obj(name: string, rv: string, uid = `uid-${name}`): KubeObject {
 
 function ctx(o: { initialList?: InitialListMode; store?: ObjectStore<KubeObject>; max?: number } = {}) {
   const clock = new VirtualClock(0);
-  const c: MachineContext<KubeObject> = {
+  const c: Driven = {
     store: o.store ?? new ObjectStore<KubeObject>(),
     backoff: new Backoff({ initialMs: 800, factor: 2, maxMs: 8_000, jitter: 0 }, () => 0.5, () => clock.now()),
     random: () => 0.5,
@@ -38,6 +40,16 @@ function ctx(o: { initialList?: InitialListMode; store?: ObjectStore<KubeObject>
     maxWatchErrorsBeforeRelist: o.max ?? 3,
   };
   return { c, clock };
+}
+
+/** The machine's context plus what the driver turns a step's delay into milliseconds with. */
+type Driven = MachineContext<KubeObject> & { backoff: Backoff; random: () => number };
+type DrivenStep = Step<KubeObject> & { delayMs: number };
+
+/** `step` as the reflector drives it: the delay a request step asks for, in milliseconds (delay.ts). */
+function step(s: State<KubeObject>, o: Outcome<KubeObject>, c: Driven): DrivenStep {
+  const r = machineStep(s, o, c);
+  return { ...r, delayMs: r.next === "request" ? delayMs(r.delay, r.resetBackoff === true, c.backoff, c.random) : 0 };
 }
 
 /** Applies emitted events to the store, as the reflector does when it yields them. */
@@ -60,7 +72,7 @@ const added = (o: KubeObject) => event({ type: "ADDED", object: o });
 const bookmark = (rv: string, end = false) => event({ type: "BOOKMARK", resourceVersion: rv, end });
 const apiError = (code: number, reason: string, extra: { retryAfterSeconds?: number } = {}) => new KubeApiError({ code, reason, ...extra });
 
-function kinds(s: Step<KubeObject>): string {
+function kinds(s: DrivenStep): string {
   return `${s.state.kind}/${s.next}/${Math.round(s.delayMs)}`;
 }
 
@@ -122,7 +134,7 @@ describe("state machine: streaming list", () => {
     assert.deepEqual(watchQuery(first), { sendInitialEvents: true, resourceVersionMatch: "NotOlderThan", resourceVersion: "" });
     let s: State<KubeObject> = first;
     for (const o of [added(obj("a", "8467")), bookmark("9000"), added(obj("b", "5726")), event({ type: "DELETED", object: obj("b", "5727") })]) {
-      const r: Step<KubeObject> = step(s, o, c);
+      const r: DrivenStep = step(s, o, c);
       assert.equal(kinds(r), "initialWatch/read/0");
       assert.deepEqual(r.emit, []);
       s = r.state;
@@ -302,5 +314,33 @@ describe("state machine: runs", () => {
     assert.ok(again.kind === "initialWatch");
     assert.equal(again.phase, "resync");
     assert.equal(again.cause, "restart");
+  });
+});
+
+describe("step is pure", () => {
+  test("the same state and outcome give the same step; the delay is data (backoff or the server's Retry-After), never a drawn number", () => {
+    const store = new ObjectStore<KubeObject>();
+    const c: MachineContext<KubeObject> = { store, initialList: "auto", pageSize: 500, maxWatchErrorsBeforeRelist: 3 };
+    const s: State<KubeObject> = { kind: "watching", streaming: false, resourceVersion: "10", errors: 0 };
+    const cut: Outcome<KubeObject> = { type: "failed", cause: "network", error: new Error("reset"), connected: true };
+    const a = machineStep(s, cut, c);
+    const b = machineStep(s, cut, c);
+    assert.deepEqual(a, b);
+    assert.deepEqual(a.delay, { kind: "backoff" });
+    const busy: Outcome<KubeObject> = { type: "http-error", error: apiError(429, "TooManyRequests", { retryAfterSeconds: 3 }) };
+    assert.deepEqual(machineStep(s, busy, c).delay, { kind: "retry-after", ms: 3000 });
+    const ended = machineStep(s, { type: "ended", events: 5, ms: 60_000 }, c);
+    assert.deepEqual([ended.delay, ended.resetBackoff], [{ kind: "none" }, true]);
+    assert.deepEqual(s, { kind: "watching", streaming: false, resourceVersion: "10", errors: 0 }, "the given state is unchanged");
+  });
+
+  test("delay.ts: every failure advances the backoff, a Retry-After included; a reset starts it over; jitter only on Retry-After", () => {
+    const clock = new VirtualClock(0);
+    const backoff = new Backoff({ initialMs: 800, factor: 2, maxMs: 8_000, jitter: 0 }, () => 0.5, () => clock.now());
+    assert.equal(delayMs({ kind: "backoff" }, false, backoff, () => 0.5), 800);
+    assert.equal(delayMs({ kind: "retry-after", ms: 3000 }, false, backoff, () => 0.5), 3150);
+    assert.equal(delayMs({ kind: "backoff" }, false, backoff, () => 0.5), 3200);
+    assert.equal(delayMs({ kind: "none" }, true, backoff, () => 0.5), 0);
+    assert.equal(delayMs({ kind: "backoff" }, false, backoff, () => 0.5), 800);
   });
 });

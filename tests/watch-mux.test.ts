@@ -13,7 +13,7 @@ import { mux } from "../src/watch/mux.ts";
 import { newReflectorMetrics } from "../src/watch/metrics.ts";
 import type { ReflectorHealth } from "../src/watch/reflector.ts";
 import { ObjectStore } from "../src/watch/store.ts";
-import { KNATIVE_SERVICES, type KubeObject, type ReflectorEvent } from "../src/watch/types.ts";
+import { KNATIVE_SERVICES, type KubeObject, objectKey, type ReflectorEvent } from "../src/watch/types.ts";
 import { forceGc } from "./helpers/memory.ts";
 import { waitFor } from "./helpers/run.ts";
 
@@ -115,6 +115,39 @@ describe("multi-namespace merge", () => {
       g.clear();
       await sb.close();
     }
+  });
+
+  test("several namespaces: each object sits in one store (its namespace's reflector's), which never shows an event the merge has not handed on", async () => {
+    const sb = await startSandbox({ bookmarkIntervalMs: 0 });
+    const client = new KubeClient({ server: sb.url });
+    const svc = (ns: string, name: string) => ({ apiVersion: "serving.knative.dev/v1", kind: "Service", metadata: { name, namespace: ns }, spec: {} });
+    for (const ns of ["a", "b"]) for (let i = 0; i < 5; i++) sb.sandbox.create("services", svc(ns, `initial-${i}`));
+    const group = createWatcher({ client, resource: KNATIVE_SERVICES, namespaces: ["a", "b"] }) as ReflectorGroup<KubeObject>;
+    const stop = new AbortController();
+    const seen = new Set<string>();
+    try {
+      for await (const e of group.run(stop.signal)) {
+        if (e.type === "synced") {
+          for (let i = 0; i < 5; i++) for (const ns of ["a", "b"]) sb.sandbox.create("services", svc(ns, `live-${i}`));
+          continue;
+        }
+        const key = objectKey(e.object);
+        seen.add(key);
+        for (const r of group.reflectors) {
+          for (const k of r.store.keys()) assert.ok(seen.has(k), `${k} is in namespace ${r.namespace}'s store before the merge handed it on`);
+        }
+        const member = group.reflectors.find((r) => r.namespace === e.object.metadata.namespace)!;
+        assert.equal(group.store.get(key), member.store.get(key), "the merged view reads the member's store");
+        assert.equal(group.store.get(key), e.object);
+        assert.equal(group.store.size, seen.size);
+        if (seen.size === 20) break;
+      }
+    } finally {
+      stop.abort();
+      await sb.close();
+    }
+    assert.equal(seen.size, 20);
+    assert.deepEqual(group.snapshot().items.map(objectKey), [...seen].sort());
   });
 
   test("one store, read-only to others: each event's object is the store's own (no copy), written before the event is yielded", async () => {

@@ -1,14 +1,15 @@
 /**
  * Watching several namespaces: one reflector per namespace (RBAC is often
  * per namespace, so one cluster-wide watch is not an option), merged into one
- * ordered event stream and one store.
+ * ordered event stream. Each object is stored once, in its namespace's
+ * reflector; the merge's store is a read-only view over them.
  * @module
  */
 import { newReflectorMetrics, type ReflectorMetrics } from "./metrics.ts";
 import { mux } from "./mux.ts";
 import { Reflector, type ReflectorHealth, type ReflectorOptions } from "./reflector.ts";
 import { compareResourceVersions } from "./resource-version.ts";
-import { ObjectStore, type StoreReader, type StoreSnapshot } from "./store.ts";
+import type { StoreReader, StoreSnapshot } from "./store.ts";
 import { type KubeObject, objectKey, type ReflectorEvent } from "./types.ts";
 
 /** What every watcher offers: the event stream, a consistent snapshot, and counters. */
@@ -55,32 +56,61 @@ export function createWatcher<T extends KubeObject>(options: WatcherOptions<T>):
   return new ReflectorGroup<T>(list.map((namespace) => new Reflector<T>({ ...options, namespace })));
 }
 
-/** What {@link ReflectorGroup} needs of each member: a {@link Reflector}, or a stand-in in tests. */
-export type GroupMember<T extends KubeObject> = Pick<Reflector<T>, "run" | "namespace" | "store" | "health" | "metrics">;
+/**
+ * What {@link ReflectorGroup} needs of each member: a {@link Reflector}, or a stand-in in tests
+ * (a stand-in without `commit` writes its store itself).
+ */
+export type GroupMember<T extends KubeObject> = Pick<Reflector<T>, "run" | "namespace" | "store" | "health" | "metrics"> & { commit?(): void };
 
 /** Several reflectors behind one stream and one store. */
 export class ReflectorGroup<T extends KubeObject = KubeObject, R extends GroupMember<T> = Reflector<T>> implements ObjectWatcher<T> {
   readonly reflectors: readonly R[];
-  // Our own store, written only as events are yielded: the reflectors run ahead
-  // of the consumer by one event each, and a snapshot must not include events
-  // the consumer has not been given yet.
-  readonly #store = new ObjectStore<T>();
+  /** Member by namespace: an object's key (`namespace/name`) names the store that holds it. */
+  readonly #byNamespace: Map<string, R>;
+  #synced = false;
+  #resourceVersion = "";
   #running = false;
+  /** The merged view: each member writes its own store only as the merge hands its event on (RunOptions.consumerCommits). */
+  readonly store: StoreReader<T>;
 
   constructor(reflectors: R[]) {
     this.reflectors = reflectors;
+    this.#byNamespace = new Map(reflectors.map((r) => [r.namespace ?? "", r]));
+    const group = this;
+    this.store = Object.freeze({
+      get: (key: string) => group.#storeOf(key)?.get(key),
+      has: (key: string) => group.#storeOf(key)?.has(key) ?? false,
+      get size() {
+        let n = 0;
+        for (const r of group.reflectors) n += r.store.size;
+        return n;
+      },
+      get resourceVersion() {
+        return group.#resourceVersion;
+      },
+      get synced() {
+        return group.#synced;
+      },
+      snapshot: () => group.snapshot(),
+    });
   }
 
   get synced(): boolean {
-    return this.#store.synced;
-  }
-
-  get store(): StoreReader<T> {
-    return this.#store.reader;
+    return this.#synced;
   }
 
   snapshot(): StoreSnapshot<T> {
-    return this.#store.snapshot();
+    const items = this.reflectors.flatMap((r) => r.store.snapshot().items);
+    items.sort((a, b) => {
+      const ka = objectKey(a), kb = objectKey(b);
+      return ka < kb ? -1 : ka > kb ? 1 : 0;
+    });
+    return { items, resourceVersion: this.#resourceVersion, synced: this.#synced };
+  }
+
+  #storeOf(key: string): StoreReader<T> | undefined {
+    const slash = key.indexOf("/");
+    return this.#byNamespace.get(slash < 0 ? "" : key.slice(0, slash))?.store;
   }
 
   health(): ReflectorHealth {
@@ -103,26 +133,28 @@ export class ReflectorGroup<T extends KubeObject = KubeObject, R extends GroupMe
     try {
       // mux, not Promise.race: a quiet namespace must cost nothing per event of a busy one,
       // and leaving the loop must abort the reflectors rather than wait for their next event.
-      for await (const { index: i, value: event } of mux(this.reflectors.map((r) => (s: AbortSignal) => r.run(s)), signal)) {
-        const namespace = this.reflectors[i]!.namespace;
+      const sources = this.reflectors.map((r) => (s: AbortSignal) => r.run(s, { consumerCommits: true }));
+      for await (const { index: i, value: event } of mux(sources, signal)) {
+        const member = this.reflectors[i]!;
+        // Taken: now its store may show it (the others' stores still lack their pending events).
+        member.commit?.();
+        const namespace = member.namespace;
         if (event.type === "synced") {
-          if (!this.#store.synced) {
+          if (!this.#synced) {
             initialDone.set(i, event.resourceVersion);
             if (initialDone.size === this.reflectors.length) {
               const rv = this.#maxResourceVersion();
-              this.#store.setResourceVersion(rv);
-              this.#store.markSynced(true);
+              this.#resourceVersion = rv;
+              this.#synced = true;
               const resourceVersions: Record<string, string> = {};
               for (const [j, listRv] of initialDone) resourceVersions[this.reflectors[j]!.namespace ?? ""] = listRv;
               yield { type: "synced", phase: "initial", resourceVersion: rv, resourceVersions };
             }
           } else {
-            this.#store.setResourceVersion(this.#maxResourceVersion());
+            this.#resourceVersion = this.#maxResourceVersion();
             yield { ...event, phase: "resync", ...(namespace ? { namespace } : {}) };
           }
         } else {
-          if (event.type === "deleted") this.#store.delete(objectKey(event.object));
-          else this.#store.set(event.object);
           yield event;
         }
       }

@@ -6,7 +6,9 @@
  * how long to wait. No I/O and no timers: the {@link Reflector} sends the
  * requests a state calls for ({@link listQuery}, {@link watchQuery}), feeds
  * their outcomes here, writes the emitted events to its store as it yields
- * them, and sleeps `delayMs`. Rule IDs (L*, W*, B*, S*, R*) are those of
+ * them, and waits the step's {@link Delay} (delay.ts turns it into
+ * milliseconds: the backoff and the jitter are the driver's, so `step` is a
+ * pure function of the state, the outcome and the store). Rule IDs (L*, W*, B*, S*, R*) are those of
  * `docs/watch-protocol.md`.
  *
  * `step` may reuse the buffers of the state it is given (the `items` of
@@ -15,7 +17,6 @@
  * @module
  */
 import { KubeApiError } from "../kube/status.ts";
-import type { Backoff } from "./backoff.ts";
 import type { ReconnectCause } from "./metrics.ts";
 import { type KubeObject, objectKey, type ReflectorEvent, type RelistCause } from "./types.ts";
 
@@ -94,13 +95,26 @@ export interface Step<T extends KubeObject> {
   emit: ReflectorEvent<T>[];
   /**
    * `read`: keep reading the open watch. `request`: end the current request
-   * (if still open) and, after `delayMs`, send the one `state` calls for.
+   * (if still open) and, after `delay`, send the one `state` calls for.
    */
   next: "read" | "request";
-  /** Wait before the next request: 0, a backoff, or the server's Retry-After. */
-  delayMs: number;
+  /** What to wait before the next request. */
+  delay: Delay;
+  /** The request ran its course: the server is fine, past failures are forgotten (the backoff starts over). */
+  resetBackoff?: true;
   notes: Note[];
 }
+
+/** What to wait before the next request; the driver turns it into milliseconds (delay.ts). */
+export type Delay =
+  /** Nothing: at once. */
+  | { kind: "none" }
+  /** A failure: the backoff's next delay. */
+  | { kind: "backoff" }
+  /** A failure the server said when to retry (Retry-After, L7/W10/S6): its delay plus a little jitter; the backoff still grows. */
+  | { kind: "retry-after"; ms: number };
+
+const NOW: Delay = Object.freeze({ kind: "none" });
 
 /** The objects as yielded so far (the reflector's store). */
 export interface StoreView<T extends KubeObject> {
@@ -108,13 +122,9 @@ export interface StoreView<T extends KubeObject> {
   keys(): Iterable<string>;
 }
 
-/** What {@link step} reads besides the state: settings, the store, and the one mutable part, the backoff. */
+/** What {@link step} reads besides the state: settings and the store. */
 export interface MachineContext<T extends KubeObject> {
   store: StoreView<T>;
-  /** `next()` on each failure, `reset()` once a watch has proved healthy. */
-  backoff: Backoff;
-  /** Jitter for Retry-After delays. */
-  random: () => number;
   initialList: InitialListMode;
   pageSize: number;
   maxWatchErrorsBeforeRelist: number;
@@ -160,7 +170,7 @@ export function step<T extends KubeObject>(state: State<T>, outcome: Outcome<T>,
   switch (state.kind) {
     case "empty":
       // Nothing was in flight: start a sync and treat the outcome as a stray.
-      return request(start(state, ctx, false), 0);
+      return request(start(state, ctx, false));
     case "paging":
       return stepPaging(state, outcome, ctx);
     case "initialWatch":
@@ -178,16 +188,16 @@ function stepPaging<T extends KubeObject>(s: Extract<State<T>, { kind: "paging" 
     for (const obj of o.items) s.items.set(objectKey(obj), obj);
     s.pages++;
     if (o.continue) {
-      if (s.pages >= MAX_PAGES) return failure(paging(s.phase, s.cause, ctx.pageSize), new Error("list did not terminate"), "list failed", ctx);
+      if (s.pages >= MAX_PAGES) return failure<T>(paging(s.phase, s.cause, ctx.pageSize), new Error("list did not terminate"), "list failed");
       s.continue = o.continue; // L2; L4: not synced until a page without `continue`
-      return request(s, 0);
+      return request(s);
     }
     const rv = s.resourceVersion;
     return {
       state: { kind: "watching", streaming: false, resourceVersion: rv, errors: 0 },
       emit: replace(ctx.store, s.items, rv, s.phase, s.cause),
       next: "request",
-      delayMs: 0,
+      delay: NOW,
       notes: [{ kind: "synced", streaming: false, phase: s.phase, cause: s.cause, objects: s.items.size }],
     };
   }
@@ -195,10 +205,10 @@ function stepPaging<T extends KubeObject>(s: Extract<State<T>, { kind: "paging" 
   if (error instanceof KubeApiError && error.isExpired && s.continue !== undefined) {
     // L5: never publish the partial pages, never use the inconsistent continuation the 410
     // offers; like client-go's FullListIfExpired, one unpaginated list, at once.
-    return { ...request(paging(s.phase, s.cause, undefined), 0), notes: [{ kind: "continue-expired" }] };
+    return { ...request(paging(s.phase, s.cause, undefined)), notes: [{ kind: "continue-expired" }] };
   }
   const retryAfter = error instanceof KubeApiError ? retryAfterMsOf(error) : undefined; // L7
-  return failure(paging(s.phase, s.cause, ctx.pageSize), error, "list failed", ctx, retryAfter);
+  return failure<T>(paging(s.phase, s.cause, ctx.pageSize), error, "list failed", retryAfter);
 }
 
 // ------------------------------------------------------------ initialWatch
@@ -225,13 +235,13 @@ function stepInitialWatch<T extends KubeObject>(s: Extract<State<T>, { kind: "in
             state: { kind: "watching", streaming: true, resourceVersion: rv, errors: 0 },
             emit: replace(ctx.store, s.buffer, rv, s.phase, s.cause),
             next: "read", // the same stream goes on as a normal watch
-            delayMs: 0,
+            delay: NOW,
             notes: [{ kind: "synced", streaming: true, phase: s.phase, cause: s.cause, objects: s.buffer.size }],
           };
         }
         case "ERROR":
           if (!e.error.isExpired && isStreamingRejection(e.error)) return rejected(s, e.error, ctx);
-          return failure(again(), e.error, "streaming list ended before its end marker", ctx, retryAfterMsOf(e.error));
+          return failure<T>(again(), e.error, "streaming list ended before its end marker", retryAfterMsOf(e.error));
         case "unknown":
           return { ...read(s), notes: [{ kind: "unknown-type", wireType: e.wireType }] };
       }
@@ -240,25 +250,25 @@ function stepInitialWatch<T extends KubeObject>(s: Extract<State<T>, { kind: "in
     case "http-error":
       if (!o.error.isExpired && isStreamingRejection(o.error)) return rejected(s, o.error, ctx); // S5
       // S6: 504 TooLarge is retried after retryAfterSeconds; a 410 just means "from RV '' again".
-      return failure(again(), o.error, "streaming list ended before its end marker", ctx, retryAfterMsOf(o.error));
+      return failure<T>(again(), o.error, "streaming list ended before its end marker", retryAfterMsOf(o.error));
     case "ended":
-      return failure(again(), new Error(`stream ended after ${o.events} events`), "streaming list ended before its end marker", ctx);
+      return failure<T>(again(), new Error(`stream ended after ${o.events} events`), "streaming list ended before its end marker");
     case "failed":
       if (o.deadline && ctx.initialList === "auto") {
         // S5: no end marker in time: this server's streaming list is not usable; page instead.
-        return { ...request(paging(s.phase, s.cause, ctx.pageSize), 0), notes: [{ kind: "fallback", reason: "deadline", error: o.error }] };
+        return { ...request(paging(s.phase, s.cause, ctx.pageSize)), notes: [{ kind: "fallback", reason: "deadline", error: o.error }] };
       }
-      return failure(again(), o.error, "streaming list ended before its end marker", ctx);
+      return failure<T>(again(), o.error, "streaming list ended before its end marker");
     case "page":
     case "list-failed":
       break;
   }
-  return request(again(), 0);
+  return request(again());
 }
 
 function rejected<T extends KubeObject>(s: Extract<State<T>, { kind: "initialWatch" }>, error: KubeApiError, ctx: MachineContext<T>): Step<T> {
-  if (ctx.initialList === "streaming") return failure(initialWatch<T>(s.phase, s.cause), error, "streaming list rejected", ctx);
-  return { ...request(paging(s.phase, s.cause, ctx.pageSize), 0), notes: [{ kind: "fallback", reason: "rejected", error }] };
+  if (ctx.initialList === "streaming") return failure<T>(initialWatch<T>(s.phase, s.cause), error, "streaming list rejected");
+  return { ...request(paging(s.phase, s.cause, ctx.pageSize)), notes: [{ kind: "fallback", reason: "rejected", error }] };
 }
 
 // ---------------------------------------------------------------- watching
@@ -272,7 +282,7 @@ function stepWatching<T extends KubeObject>(s: Extract<State<T>, { kind: "watchi
         case "MODIFIED":
         case "DELETED": {
           const rv = e.object.metadata.resourceVersion as string; // W4
-          return { state: { ...s, resourceVersion: rv }, emit: applyLive(ctx.store, e.type, e.object), next: "read", delayMs: 0, notes: [] };
+          return { state: { ...s, resourceVersion: rv }, emit: applyLive(ctx.store, e.type, e.object), next: "read", delay: NOW, notes: [] };
         }
         case "BOOKMARK":
           // W5/B3: a bookmark (annotated or not, here) only advances the resume RV.
@@ -292,34 +302,33 @@ function stepWatching<T extends KubeObject>(s: Extract<State<T>, { kind: "watchi
       const reconnect: Note = { kind: "reconnect", cause: "timeout" };
       if (o.events === 0 && o.ms < VERY_SHORT_WATCH_MS) {
         // W11: a broken server that closes at once must not make us spin.
-        const f = failure(s, new Error("watch closed in under 1 s with no events"), "very short watch", ctx);
+        const f = failure<T>(s, new Error("watch closed in under 1 s with no events"), "very short watch");
         return { ...f, notes: [reconnect, ...f.notes] };
       }
-      ctx.backoff.reset(); // a watch that ran its course: the server is fine
-      // W6: re-watch at once from the last RV, no relist.
-      return { ...request({ ...s, errors: 0 }, 0), notes: [reconnect, { kind: "ended", resourceVersion: s.resourceVersion }] };
+      // W6: re-watch at once from the last RV, no relist; a watch that ran its course: the server is fine.
+      return { ...request({ ...s, errors: 0 }), resetBackoff: true, notes: [reconnect, { kind: "ended", resourceVersion: s.resourceVersion }] };
     }
     case "failed": {
       const reconnect: Note = { kind: "reconnect", cause: o.cause };
       if (o.cause === "idle" && o.connected) {
         // W12: silence after the server answered is a half-open connection, or a quiet watch on
         // a server that sends no bookmarks: resume at once from the same RV.
-        return { ...request(s, 0), notes: [reconnect, { kind: "idle-reconnect", resourceVersion: s.resourceVersion }] };
+        return { ...request(s), notes: [reconnect, { kind: "idle-reconnect", resourceVersion: s.resourceVersion }] };
       }
-      const f = failure(s, o.error, `watch ${o.cause}`, ctx);
+      const f = failure<T>(s, o.error, `watch ${o.cause}`);
       return { ...f, notes: [reconnect, ...f.notes] };
     }
     case "page":
     case "list-failed":
       break;
   }
-  return request(s, 0);
+  return request(s);
 }
 
 function expired<T extends KubeObject>(s: Extract<State<T>, { kind: "watching" }>, error: KubeApiError, ctx: MachineContext<T>): Step<T> {
   // W7/W8: never send this RV again; relist (no backoff: the server is answering).
   return {
-    ...request(sync(s.streaming, "resync", "expired", ctx), 0),
+    ...request(sync(s.streaming, "resync", "expired", ctx)),
     notes: [{ kind: "reconnect", cause: "expired" }, { kind: "expired", error, resourceVersion: s.resourceVersion }],
   };
 }
@@ -338,7 +347,7 @@ function watchError<T extends KubeObject>(
     notes.push({ kind: "relist-after-errors", errors });
     next = sync(s.streaming, "resync", "watch-errors", ctx);
   }
-  const f = failure(next, error, `watch ${cause}`, ctx, retryAfterMsOf(error));
+  const f = failure<T>(next, error, `watch ${cause}`, retryAfterMsOf(error));
   return { ...f, notes: [...notes, ...f.notes] };
 }
 
@@ -357,19 +366,18 @@ function initialWatch<T extends KubeObject>(phase: Phase, cause: RelistCause | u
 }
 
 function read<T extends KubeObject>(state: ActiveState<T>): Step<T> {
-  return { state, emit: [], next: "read", delayMs: 0, notes: [] };
+  return { state, emit: [], next: "read", delay: NOW, notes: [] };
 }
 
-function request<T extends KubeObject>(state: ActiveState<T>, delayMs: number): Step<T> {
-  return { state, emit: [], next: "request", delayMs, notes: [] };
+function request<T extends KubeObject>(state: ActiveState<T>): Step<T> {
+  return { state, emit: [], next: "request", delay: NOW, notes: [] };
 }
 
 /** A failure: retry `state` after the server's Retry-After (plus ≤10 % jitter) or the backoff. */
-function failure<T extends KubeObject>(state: ActiveState<T>, error: unknown, what: string, ctx: MachineContext<T>, retryAfterMs?: number): Step<T> {
-  const backoffMs = ctx.backoff.next();
-  // Retry-After wins when the server gives one; a little jitter keeps many watchers apart.
-  const delayMs = retryAfterMs !== undefined ? retryAfterMs * (1 + 0.1 * ctx.random()) : backoffMs;
-  return { state, emit: [], next: "request", delayMs, notes: [{ kind: "failure", what, error }] };
+function failure<T extends KubeObject>(state: ActiveState<T>, error: unknown, what: string, retryAfterMs?: number): Step<T> {
+  // Retry-After wins when the server gives one.
+  const delay: Delay = retryAfterMs !== undefined ? { kind: "retry-after", ms: retryAfterMs } : { kind: "backoff" };
+  return { state, emit: [], next: "request", delay, notes: [{ kind: "failure", what, error }] };
 }
 
 /** W10/L7/S6: the server's own retry delay, if it gave one. */
