@@ -280,9 +280,10 @@ export class Reflector<T extends KubeObject = KubeObject> {
         // A consumer holding an event is not a silent server.
         watch?.pause();
         for (let i = 0; i < n; i++) {
-          this.#pending = { event: s.emit[i]!, state: i === n - 1 ? state : undefined };
+          const event = s.emit[i]!;
+          this.#pending = { event, state: i === n - 1 ? state : undefined };
           if (!consumerCommits) this.commit();
-          yield this.#pending.event;
+          yield event;
           this.commit(); // resumed: the consumer has it (if it did not commit it itself)
         }
         watch?.resume();
