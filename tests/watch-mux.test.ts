@@ -87,6 +87,8 @@ async function* busySource(store: ObjectStore<KubeObject>, events: number): Asyn
   let prev = ksvc("hot", "busy", "1");
   for (let i = 2; i < events + 2; i++) {
     const next = ksvc("hot", "busy", String(i));
+    // A stand-in without commit() writes its own store (GroupMember).
+    store.set(next);
     store.setResourceVersion(String(i));
     yield { type: "modified", object: next, previous: prev };
     prev = next;
