@@ -9,12 +9,14 @@ import type { KubeObject } from "../src/watch/types.ts";
 import {
   ANNOTATIONS,
   AppConversionError,
+  AppConverter,
   appIdentity,
   kserviceToApp,
   LABELS,
-  toProtoTimestamp,
 } from "../src/flyte/convert.ts";
+import { toProtoTimestamp } from "../src/flyte/timestamps.ts";
 import {
+  type App,
   type AppsConfig,
   AppsConfigSchema,
   type Condition,
@@ -606,5 +608,40 @@ describe("model schemas and config", () => {
     assert.equal(v.is(ListRequestSchema, { request: { limit: 4294967296 } }), false);
     assert.equal(v.is(ListRequestSchema, { request: { limit: 1.5 } }), false);
     assert.deepEqual(v.parse(ListRequestSchema, { bogus: 1, request: { limit: 2, bogus: 2 } }), { request: { limit: 2 } });
+  });
+});
+
+describe("cached values are never shared mutable", () => {
+  const annotation = specToAnnotation({ container: { image: "nginx:latest", args: ["serve"] } });
+  const twins = () => [
+    ksvc({ appId: "proj/dev/one", name: "one", annotations: { [ANNOTATIONS.SPEC]: annotation } }),
+    ksvc({ appId: "proj/dev/two", name: "two", annotations: { [ANNOTATIONS.SPEC]: annotation } }),
+  ] as const;
+  /** Edits an App's spec as a library user might; a frozen spec refuses (TypeError in strict code). */
+  const edit = (app: App) => {
+    try {
+      (app.spec!.container as { image: string }).image = "evil:latest";
+      (app.spec!.container as { args: string[] }).args.push("--pwn");
+    } catch (err) {
+      assert.ok(err instanceof TypeError, String(err));
+    }
+  };
+
+  test("kserviceToApp: editing one App's spec does not change another App's with the same annotation", () => {
+    const [a, b] = twins();
+    const one = kserviceToApp(a, DEVBOX);
+    edit(one);
+    assert.deepEqual(kserviceToApp(b, DEVBOX).spec, { container: { image: "nginx:latest", args: ["serve"] } });
+  });
+
+  test("AppConverter: Apps built from one cached Spec share a frozen Spec; an edit cannot reach the other", () => {
+    const converter = new AppConverter(DEVBOX);
+    const [a, b] = twins();
+    const one = converter.convert(a);
+    const two = converter.convert(b);
+    edit(one);
+    assert.deepEqual(two.spec, { container: { image: "nginx:latest", args: ["serve"] } });
+    assert.deepEqual(converter.convert(a).spec, { container: { image: "nginx:latest", args: ["serve"] } });
+    assert.ok(Object.isFrozen(two.spec!.container), "the shared Spec is frozen");
   });
 });

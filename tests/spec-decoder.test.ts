@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { appendFileSync } from "node:fs";
 import { type DescField, type DescMessage, fromBinary, fromJson, type JsonValue, ScalarType, toBinary, toJson } from "@bufbuild/protobuf";
 import { SpecSchema } from "../src/flyte/proto/spec_pb.ts";
-import { fromBinaryToJson } from "../src/flyte/proto/json-decoder.ts";
+import { createProtoJsonDecoder } from "../src/flyte/proto/json-decoder.ts";
 import { decodeStdBase64, encodeStdBase64, specFromAnnotation } from "../src/flyte/spec.ts";
 import { runtimeName } from "../src/runtime.ts";
 import { hex, loadAnswers, oracleSkip, runOracle } from "./helpers/protogo.ts";
@@ -48,6 +48,7 @@ function reference(b: Uint8Array): Outcome {
   if (!answer) assert.fail(`no protobuf-go answer for ${hex(b)}: run \`npm run oracle:protogo\` (needs Go) and commit tests/fixtures/protogo`);
   return answer.ok ? { ok: true, json: JSON.stringify(JSON.parse(answer.json!)) } : { ok: false, error: `${answer.stage}: ${answer.error}` };
 }
+const fromBinaryToJson = createProtoJsonDecoder();
 const fast = (b: Uint8Array) => run(() => fromBinaryToJson(SpecSchema, b));
 
 /** Both fail, or both give the same JSON text; returns Go's outcome. */

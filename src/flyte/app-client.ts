@@ -15,7 +15,7 @@ import { runtimeName, type RuntimeName } from "../runtime.ts";
 import { type Clock, realClock } from "../watch/clock.ts";
 import type { ReflectorHealth, ReflectorOptions } from "../watch/reflector.ts";
 import { collectionPath, KNATIVE_REVISIONS, KNATIVE_SERVICES, type KubeObject, objectKey, type ReflectorEvent } from "../watch/types.ts";
-import { kserviceToApp } from "./convert.ts";
+import { AppConverter } from "./convert.ts";
 import { AppHub, type HubMetrics, type SubscribeOptions, type SubscribeTarget } from "./hub.ts";
 import { KServiceApps, revisionOf, slimKService } from "./kservices.ts";
 import { type App, type AppsConfig, DEFAULT_APPS_CONFIG, type Identifier } from "./model.ts";
@@ -124,6 +124,8 @@ export class AppK8sClient {
   readonly #client: KubeClient;
   readonly #log: Logger;
   readonly #options: AppK8sClientOptions;
+  /** The one KService → App converter: its spec and ingress memos live as long as this client. */
+  readonly #converter: AppConverter;
   readonly #hub: AppHub;
   readonly #kservices: KServiceApps;
   #replicas: RevisionReplicas | undefined;
@@ -144,6 +146,7 @@ export class AppK8sClient {
     this.#stoppedAt = this.#clock.now();
     const { slowConsumer, ...config } = options.config ?? {};
     this.config = { ...DEFAULT_APPS_CONFIG, ...config };
+    this.#converter = new AppConverter(this.config);
     this.policy = slowConsumer ?? "coalesce";
     const ns = options.namespace ?? "flyte";
     const list = typeof ns === "string" ? [ns] : ns;
@@ -152,7 +155,7 @@ export class AppK8sClient {
     this.#hub = new AppHub({ policy: this.policy, bufferSize: this.config.watchBufferSize, resumeWindow: options.resumeWindow ?? 10_000, logger: this.#log, metrics: this.metrics, clock: this.#clock });
     this.#kservices = new KServiceApps({
       hub: this.#hub,
-      config: this.config,
+      converter: this.#converter,
       logger: this.#log,
       replicas: (revision) => this.#replicas?.get(revision),
       kservice: (key) => this.#watcher?.store.get(key),
@@ -390,7 +393,7 @@ export class AppK8sClient {
       namespaces: this.namespaces,
       convert: (ksvc) => {
         const rev = revisionOf(ksvc);
-        return kserviceToApp(ksvc, this.config, { currentReplicas: rev ? this.#replicas?.get(rev) : undefined, logger: this.#log });
+        return this.#converter.convert(ksvc, { currentReplicas: rev ? this.#replicas?.get(rev) : undefined, logger: this.#log });
       },
       logger: this.#log,
       onConversionError: () => this.metrics.conversionErrors++,

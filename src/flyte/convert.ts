@@ -10,8 +10,9 @@ import type { KubeObject } from "../watch/types.ts";
 import type { App, AppsConfig, Condition, DeploymentStatus, Identifier, Spec, Status } from "./model.ts";
 import { goQuote } from "./gostrings.ts";
 import { publicIngress } from "./naming.ts";
-import { specFromAnnotation } from "./spec.ts";
+import { createSpecDecoder } from "./spec.ts";
 import { SpecSchema } from "./proto/spec_pb.ts";
+import { formatInstant, type Instant, isZero, later, parseInstant, toProtoTimestamp } from "./timestamps.ts";
 
 /** Label keys Flyte writes on app KServices (and the Knative ones it reads). */
 export const LABELS = Object.freeze({
@@ -108,114 +109,6 @@ export function appIdentity(ksvc: KubeObject): Identifier {
 // ---------------------------------------------------------------------------------------------
 // Timestamps
 
-/** A point in time as protobuf holds it. */
-interface Instant {
-  seconds: number;
-  nanos: number;
-  /** Its canonical text, when the input already was (see {@link parseCanonical}). */
-  text?: string;
-}
-
-/**
- * What Go's `time.Parse(time.RFC3339, …)` accepts (as `metav1.Time` uses it; its lenient general
- * path, not only the strict fast path): a 1- or 2-digit hour, a fraction after `.` or `,` (digits
- * past the 9th ignored), `Z` or a `±hh:mm` offset of up to 24 hours and 60 minutes.
- */
-const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{1,2}):(\d{2}):(\d{2})(?:[.,](\d+))?(?:Z|([+-])(\d{2}):(\d{2}))$/;
-const MIN_SECONDS = -62135596800; // 0001-01-01T00:00:00Z
-const MAX_SECONDS = 253402300799; // 9999-12-31T23:59:59Z
-
-/** Days in month `mo` (1–12) of year `y` (proleptic Gregorian). */
-function daysIn(y: number, mo: number): number {
-  if (mo === 2) return (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0 ? 29 : 28;
-  return mo === 4 || mo === 6 || mo === 9 || mo === 11 ? 30 : 31;
-}
-
-/** Two ASCII digits at `i`, or -1. */
-function digits2(s: string, i: number): number {
-  const a = s.charCodeAt(i) - 48;
-  const b = s.charCodeAt(i + 1) - 48;
-  return a >= 0 && a <= 9 && b >= 0 && b <= 9 ? a * 10 + b : -1;
-}
-
-/**
- * Fast path for the form Kubernetes writes (`YYYY-MM-DDTHH:MM:SSZ`, years 1970–9999): no regex,
- * no Date. Its canonical protobuf text is the input itself. `null`: not this form (use the
- * general parser); `undefined`: this form but not a valid time.
- */
-function parseCanonical(value: string): Instant | undefined | null {
-  if (
-    value.length !== 20 || value.charCodeAt(19) !== 90 /* Z */ || value.charCodeAt(4) !== 45 || value.charCodeAt(7) !== 45 ||
-    value.charCodeAt(10) !== 84 /* T */ || value.charCodeAt(13) !== 58 || value.charCodeAt(16) !== 58
-  ) return null;
-  const hi = digits2(value, 0);
-  const lo = digits2(value, 2);
-  const mo = digits2(value, 5);
-  const d = digits2(value, 8);
-  const h = digits2(value, 11);
-  const mi = digits2(value, 14);
-  const sec = digits2(value, 17);
-  if (hi < 0 || lo < 0 || mo < 0 || d < 0 || h < 0 || mi < 0 || sec < 0) return null;
-  const y = hi * 100 + lo;
-  if (y < 1970) return null; // Date.UTC maps years 0–99 to 19xx: leave old years to the general path
-  if (mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) || h > 23 || mi > 59 || sec > 59) return undefined;
-  return { seconds: Date.UTC(y, mo - 1, d, h, mi, sec) / 1000, nanos: 0, text: value };
-}
-
-function parseInstant(value: unknown): Instant | undefined {
-  if (typeof value !== "string") return undefined;
-  const fast = parseCanonical(value);
-  if (fast !== null) return fast;
-  const m = RFC3339.exec(value);
-  if (!m) return undefined;
-  const [y, mo, d, h, mi, s] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
-  if (mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) || h > 23 || mi > 59 || s > 59) return undefined;
-  const date = new Date(0);
-  date.setUTCFullYear(y, mo - 1, d);
-  date.setUTCHours(h, mi, s, 0);
-  let seconds = date.getTime() / 1000;
-  if (m[8] !== undefined) {
-    const sign = m[8] === "-" ? -1 : 1;
-    const oh = Number(m[9]);
-    const om = Number(m[10]);
-    if (oh > 24 || om > 60) return undefined;
-    seconds -= sign * (oh * 3600 + om * 60);
-  }
-  const nanos = m[7] ? Number(m[7].slice(0, 9).padEnd(9, "0")) : 0;
-  if (seconds < MIN_SECONDS || seconds > MAX_SECONDS) return undefined;
-  return { seconds, nanos };
-}
-
-function isZero(t: Instant): boolean {
-  return t.seconds === MIN_SECONDS && t.nanos === 0;
-}
-
-function formatInstant(t: Instant): string {
-  if (t.text !== undefined) return t.text;
-  const base = new Date(t.seconds * 1000).toISOString().slice(0, 19); // years 0001..9999 print as 4 digits
-  let frac = "";
-  if (t.nanos !== 0) {
-    const digits = String(t.nanos).padStart(9, "0");
-    frac = t.nanos % 1_000_000 === 0 ? `.${digits.slice(0, 3)}` : t.nanos % 1000 === 0 ? `.${digits.slice(0, 6)}` : `.${digits}`;
-  }
-  return `${base}${frac}Z`;
-}
-
-/**
- * A Kubernetes RFC 3339 time as Go's protojson prints a `google.protobuf.Timestamp`: UTC,
- * trailing `Z`, 0/3/6/9 fractional digits. `undefined` for a missing, invalid or zero time.
- */
-export function toProtoTimestamp(value: unknown): string | undefined {
-  const t = parseInstant(value);
-  return t && !isZero(t) ? formatInstant(t) : undefined;
-}
-
-function later(a: Instant | undefined, b: Instant | undefined): Instant | undefined {
-  if (!a) return b;
-  if (!b) return a;
-  return b.seconds > a.seconds || (b.seconds === a.seconds && b.nanos > a.nanos) ? b : a;
-}
-
 /**
  * The deterministic stand-in for Go's `now()`: the latest `lastTransitionTime` among the
  * KService's status conditions, else its `creationTimestamp`; `undefined` when it has neither.
@@ -305,42 +198,6 @@ function warnWith(logger: Logger | undefined, fields: Record<string, unknown>): 
   return { ...logger, warn: (msg, f) => logger.warn(msg, { ...fields, ...f }) };
 }
 
-/** How many decoded specs {@link cachedSpec} keeps (by annotation text; oldest out first). */
-const SPEC_CACHE_SIZE = 4096;
-const specCache = new Map<string, Spec>();
-
-/**
- * `specFromAnnotation`, memoized by the annotation's text: a KService's spec rarely changes
- * between its watch events (status changes dominate), and decoding base64 + protobuf + proto3
- * JSON is most of a conversion. The cached Spec is shared by the Apps built from it (Apps are
- * never mutated). Invalid annotations are not cached, so each one still warns.
- */
-function cachedSpec(value: string | undefined, ksvc: KubeObject, logger: Logger | undefined): Spec | undefined {
-  if (value === undefined) return undefined;
-  const hit = specCache.get(value);
-  if (hit !== undefined) return hit;
-  const spec = specFromAnnotation(value, warnWith(logger, { kservice: ksvcKey(ksvc) }));
-  if (spec !== undefined) {
-    if (specCache.size >= SPEC_CACHE_SIZE) specCache.delete(specCache.keys().next().value!);
-    specCache.set(value, spec);
-  }
-  return spec;
-}
-
-/** Public ingress by app-id annotation (the ingress depends only on project/domain/name), per config. */
-const ingressCache = new WeakMap<AppsConfig, Map<string, ReturnType<typeof publicIngress>>>();
-
-/** `publicIngress`, memoized (its KServiceName costs a UTF-8 encode and maybe a SHA-256 per call). */
-function cachedIngress(appId: string, id: Identifier, config: AppsConfig): ReturnType<typeof publicIngress> {
-  let byId = ingressCache.get(config);
-  if (!byId) ingressCache.set(config, byId = new Map());
-  if (byId.has(appId)) return byId.get(appId);
-  const ingress = publicIngress(id, config);
-  if (byId.size >= SPEC_CACHE_SIZE) byId.delete(byId.keys().next().value!);
-  byId.set(appId, ingress);
-  return ingress;
-}
-
 /** The identifier as proto3 JSON prints it: empty parts (defaults) are omitted. */
 function protoIdentifier(id: Identifier): Identifier {
   if (id.project !== "" && id.domain !== "" && id.name !== "") return id;
@@ -372,21 +229,109 @@ function withDesiredState(spec: Spec, state: NonNullable<Spec["desiredState"]>):
   return out as Spec;
 }
 
+/** How many decoded specs and ingresses an {@link AppConverter} keeps by default (oldest out first). */
+export const CONVERTER_CACHE_SIZE = 4096;
+
+type Ingress = ReturnType<typeof publicIngress>;
+
+/** Every object and array below `value` frozen: a cached Spec is shared by the Apps built from it. */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
+/**
+ * Converts KServices to Flyte Apps ({@link kserviceToApp}) for one {@link AppsConfig}, with what
+ * makes a stream of them cheap: the decoded Spec memoized by the annotation's text (a KService's
+ * spec rarely changes between its watch events, and decoding base64 + protobuf + proto3 JSON is
+ * most of a conversion), the public ingress memoized by app-id, and one protobuf decoder. The
+ * caches belong to the converter (its owner: the app client); a cached Spec is shared by the Apps
+ * built from it, so it is deeply frozen: editing one App's spec cannot change another's.
+ * Invalid annotations are not cached, so each one still warns.
+ *
+ * @example
+ * ```ts
+ * import { AppConverter } from "./convert.ts";
+ * import { DEFAULT_APPS_CONFIG } from "./model.ts";
+ * const converter = new AppConverter(DEFAULT_APPS_CONFIG);
+ * const app = converter.convert({
+ *   apiVersion: "serving.knative.dev/v1",
+ *   kind: "Service",
+ *   metadata: { name: "web", namespace: "flytesnacks-development", annotations: { "flyte.org/app-id": "flytesnacks/development/web" } },
+ * });
+ * app.metadata.id; // { org: "flyte", project: "flytesnacks", domain: "development", name: "web" }
+ * ```
+ */
+export class AppConverter {
+  readonly config: AppsConfig;
+  readonly #cacheSize: number;
+  readonly #decodeSpec = createSpecDecoder();
+  readonly #specs = new Map<string, Spec>();
+  readonly #ingresses = new Map<string, Ingress>();
+
+  constructor(config: AppsConfig, options: { cacheSize?: number } = {}) {
+    this.config = config;
+    this.#cacheSize = options.cacheSize ?? CONVERTER_CACHE_SIZE;
+  }
+
+  /** The App of `ksvc`; see {@link kserviceToApp}. */
+  convert(ksvc: KubeObject, options: { currentReplicas?: number; logger?: Logger } = {}): App {
+    const id = appIdentity(ksvc);
+    const annotations = ksvc.metadata?.annotations;
+    const spec = this.#spec(goMapValue(annotations, ANNOTATIONS.SPEC), ksvc, options.logger);
+    const stopped = goMapValue(ksvc.metadata?.labels, LABELS.APP_STOPPED) === LABEL_TRUE;
+    const ingress = stopped ? undefined : this.#ingress(goMapValue(annotations, ANNOTATIONS.APP_ID)!, id);
+    return buildApp(ksvc, id, stopped, spec, ingress, options.currentReplicas);
+  }
+
+  #spec(value: string | undefined, ksvc: KubeObject, logger: Logger | undefined): Spec | undefined {
+    if (value === undefined) return undefined;
+    const hit = this.#specs.get(value);
+    if (hit !== undefined) return hit;
+    const spec = this.#decodeSpec(value, warnWith(logger, { kservice: ksvcKey(ksvc) }));
+    if (spec !== undefined) {
+      deepFreeze(spec);
+      remember(this.#specs, value, spec, this.#cacheSize);
+    }
+    return spec;
+  }
+
+  /** `publicIngress`, memoized (its KServiceName costs a UTF-8 encode and maybe a SHA-256 per call). */
+  #ingress(appId: string, id: Identifier): Ingress {
+    if (this.#ingresses.has(appId)) return this.#ingresses.get(appId);
+    const ingress = publicIngress(id, this.config);
+    remember(this.#ingresses, appId, ingress, this.#cacheSize);
+    return ingress;
+  }
+}
+
+function remember<V>(map: Map<string, V>, key: string, value: V, size: number): void {
+  if (size <= 0) return;
+  if (map.size >= size) map.delete(map.keys().next().value!);
+  map.set(key, value);
+}
+
 /**
  * Converts a KService to a Flyte App (proto3 JSON shape, Go's field order).
  * Pure: same input, same output. `currentReplicas` comes from the caller (the Revision lookup
  * is the client's job); it is ignored for stopped apps, as in Flyte.
  * Throws {@link AppConversionError} when the identity annotation is missing or malformed.
+ * One call, nothing kept: to convert a stream of KServices, keep one {@link AppConverter}.
  */
 export function kserviceToApp(
   ksvc: KubeObject,
   config: AppsConfig,
   options: { currentReplicas?: number; logger?: Logger } = {},
 ): App {
-  const id = appIdentity(ksvc);
-  const stopped = goMapValue(ksvc.metadata?.labels, LABELS.APP_STOPPED) === LABEL_TRUE;
+  return new AppConverter(config, { cacheSize: 0 }).convert(ksvc, options);
+}
 
-  let spec: Spec | undefined = cachedSpec(goMapValue(ksvc.metadata?.annotations, ANNOTATIONS.SPEC), ksvc, options.logger);
+/** The App from its parts (Flyte's `KServiceToApp` after the spec and ingress lookups). */
+function buildApp(ksvc: KubeObject, id: Identifier, stopped: boolean, decoded: Spec | undefined, ingress: Ingress, replicas: number | undefined): App {
+  let spec = decoded;
   if (spec && stopped) spec = withDesiredState(spec, "DESIRED_STATE_STOPPED");
 
   let status: Status;
@@ -399,10 +344,8 @@ export function kserviceToApp(
     status = { conditions: [cond] };
   } else {
     status = {};
-    const replicas = options.currentReplicas;
     // Go: uint32(*actualReplicas) from an int32.
     if (replicas !== undefined && Number.isInteger(replicas) && replicas !== 0) status.currentReplicas = replicas >>> 0;
-    const ingress = cachedIngress(goMapValue(ksvc.metadata?.annotations, ANNOTATIONS.APP_ID)!, id, config);
     if (ingress) status.ingress = ingress;
     const createdAt = toProtoTimestamp(ksvc.metadata?.creationTimestamp);
     if (createdAt !== undefined) status.createdAt = createdAt;

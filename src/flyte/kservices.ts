@@ -8,9 +8,9 @@
  */
 import type { Logger } from "../log.ts";
 import type { KubeObject } from "../watch/types.ts";
-import { AppConversionError, kserviceToApp } from "./convert.ts";
+import { AppConversionError, type AppConverter } from "./convert.ts";
 import { type AppHub, appKey } from "./hub.ts";
-import type { App, AppsConfig } from "./model.ts";
+import type { App } from "./model.ts";
 import { KServiceName } from "./naming.ts";
 
 /**
@@ -46,7 +46,8 @@ interface Converted {
 /** Options of {@link KServiceApps}. */
 export interface KServiceAppsOptions {
   hub: AppHub;
-  config: AppsConfig;
+  /** Converts each KService (its owner, the app client, shares it with its queries). */
+  converter: AppConverter;
   logger: Logger;
   /** `actualReplicas` of a Revision (`namespace/name`), when known. */
   replicas(revision: string): number | undefined;
@@ -99,7 +100,7 @@ export class KServiceApps {
     if (ksvc) {
       next = { revision: revisionOf(ksvc) };
       try {
-        next.app = kserviceToApp(ksvc, this.#o.config, { currentReplicas: next.revision ? this.#o.replicas(next.revision) : undefined, logger: this.#o.logger });
+        next.app = this.#o.converter.convert(ksvc, { currentReplicas: next.revision ? this.#o.replicas(next.revision) : undefined, logger: this.#o.logger });
         next.appKey = appKey(next.app.metadata?.id);
       } catch (err) {
         this.#o.onConversionError();

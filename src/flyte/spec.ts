@@ -10,7 +10,7 @@ import { toBinary, fromJson, type JsonValue } from "@bufbuild/protobuf";
 import type { Logger } from "../log.ts";
 import type { Spec } from "./model.ts";
 import { SpecSchema } from "./proto/spec_pb.ts";
-import { fromBinaryToJson } from "./proto/json-decoder.ts";
+import { createProtoJsonDecoder } from "./proto/json-decoder.ts";
 
 /** Standard base64 alphabet value of each char code < 128; -1 for everything else ('=' included). */
 const B64 = new Int8Array(128).fill(-1);
@@ -68,20 +68,42 @@ export function encodeStdBase64(bytes: Uint8Array): string {
  * skipped: proto3 JSON cannot carry them, and Go's `protojson` does not print them either.
  */
 export function specFromAnnotation(value: string | undefined, logger?: Logger): Spec | undefined {
-  if (value === undefined) return undefined;
-  const bytes = decodeStdBase64(value);
-  if (!bytes) {
-    logger?.warn("flyte.org/spec annotation is not valid base64; app has no spec", { length: value.length });
-    return undefined;
-  }
-  try {
-    return fromBinaryToJson(SpecSchema, bytes) as Spec;
-  } catch (err) {
-    logger?.warn("flyte.org/spec annotation is not a valid flyteidl2.app.Spec; app has no spec", {
-      error: err instanceof Error ? err.message : String(err),
-    });
-    return undefined;
-  }
+  return createSpecDecoder()(value, logger);
+}
+
+/** {@link specFromAnnotation} with a decoder of its own, for many annotations (see {@link createSpecDecoder}). */
+export type SpecDecoder = (value: string | undefined, logger?: Logger) => Spec | undefined;
+
+/**
+ * A {@link SpecDecoder} that keeps its protobuf decoder (compiled tables, scratch buffers) between
+ * calls: what a converter owns. `specFromAnnotation` makes a new one per call.
+ *
+ * @example
+ * ```ts
+ * import { createSpecDecoder } from "./spec.ts";
+ * const decode = createSpecDecoder();
+ * decode(""); // {} (an empty Spec)
+ * decode(undefined); // undefined (no annotation)
+ * ```
+ */
+export function createSpecDecoder(): SpecDecoder {
+  const decode = createProtoJsonDecoder();
+  return (value, logger) => {
+    if (value === undefined) return undefined;
+    const bytes = decodeStdBase64(value);
+    if (!bytes) {
+      logger?.warn("flyte.org/spec annotation is not valid base64; app has no spec", { length: value.length });
+      return undefined;
+    }
+    try {
+      return decode(SpecSchema, bytes) as Spec;
+    } catch (err) {
+      logger?.warn("flyte.org/spec annotation is not a valid flyteidl2.app.Spec; app has no spec", {
+        error: err instanceof Error ? err.message : String(err),
+      });
+      return undefined;
+    }
+  };
 }
 
 /** proto3 JSON Spec → the annotation value (base64 of binary protobuf). Throws on invalid JSON. */
