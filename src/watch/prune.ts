@@ -45,6 +45,9 @@
  *   Everything that is kept is parsed by `JSON.parse`.
  * @module
  */
+import { BACKSLASH, COLON, COMMA, JsonSkipper, LBRACE, LBRACKET, MALFORMED, QUOTE, RBRACE, RBRACKET, ws } from "./json-skip.ts";
+
+export { MAX_DEPTH } from "./json-skip.ts";
 
 /**
  * Key paths to remove, e.g. `[["object", "metadata", "managedFields"], ["object", "spec"]]`
@@ -65,21 +68,6 @@ export function listPathsOf(watchPaths: PrunePaths): PrunePaths {
   return watchPaths.filter((p) => p.length > 1 && p[0] === "object").map((p) => ["items", EACH, ...p.slice(1)]);
 }
 
-/** Brackets nested deeper than this inside a skipped value: the line is left as it is. */
-export const MAX_DEPTH = 512;
-
-const QUOTE = 34; // "
-const BACKSLASH = 92; // \
-const COMMA = 44; // ,
-const COLON = 58; // :
-const LBRACE = 123; // {
-const RBRACE = 125; // }
-const LBRACKET = 91; // [
-const RBRACKET = 93; // ]
-const SPACE = 32;
-const TAB = 9;
-const LF = 10;
-const CR = 13;
 
 /**
  * One level of the compiled paths: what to do with a value at this position.
@@ -158,8 +146,6 @@ function numberLeaves(level: Level, state = { count: 0, wildcard: false }, below
   return state;
 }
 
-/** Returned inside the walker when the structure is not valid JSON: the line is left as it is. */
-const MALFORMED = -1;
 /** Returned inside the walker once every path has been removed: the rest is kept as it is. */
 const DONE = -2;
 
@@ -185,7 +171,8 @@ export class JsonPruner {
   #remaining = 0;
   /** Removed byte ranges of the current line: start, end, start, end, … in increasing order. */
   #ranges: number[] = [];
-  readonly #stack = new Uint8Array(MAX_DEPTH + 1);
+  /** Skips the values no path names (it keeps its own cursor for the line). */
+  readonly #skip = new JsonSkipper();
   #scratch: Uint8Array = new Uint8Array(16 * 1024);
   #keyDecoder = new TextDecoder();
 
@@ -248,7 +235,7 @@ export class JsonPruner {
   /** Walks the line, filling #ranges; returns the number of bytes kept (line.length: nothing to do). */
   #walk(b: Uint8Array): number {
     this.#ranges.length = 0;
-    backslashIn = undefined; // the same array may hold a different line than last time
+    this.#skip.reset(); // the same array may hold a different line than last time
     const n = b.length;
     let i = ws(b, 0);
     if (i >= n) return n;
@@ -313,14 +300,14 @@ export class JsonPruner {
     for (;;) {
       if (b[i] !== QUOTE) return MALFORMED;
       const keyStart = i;
-      const keyEnd = skipString(b, i);
+      const keyEnd = this.#skip.string(b, i);
       if (keyEnd === MALFORMED) return MALFORMED;
       const match = this.#match(b, keyStart, keyEnd, level);
       i = ws(b, keyEnd);
       if (b[i] !== COLON) return MALFORMED;
       i = ws(b, i + 1);
       const next = match < 0 ? undefined : level.next[match];
-      const valueEnd = next ? this.#value(b, i, next) : this.#skipValue(b, i);
+      const valueEnd = next ? this.#value(b, i, next) : this.#skip.value(b, i);
       if (valueEnd < 0) return valueEnd; // MALFORMED, or DONE deeper down
       const remove = next === null;
       i = ws(b, valueEnd);
@@ -353,7 +340,7 @@ export class JsonPruner {
     const c = b[i];
     if (c === LBRACE && level.keys.length > 0) return this.#object(b, i, level);
     if (c === LBRACKET && level.each !== undefined) return this.#array(b, i, level);
-    return this.#skipValue(b, i);
+    return this.#skip.value(b, i);
   }
 
   /**
@@ -367,7 +354,7 @@ export class JsonPruner {
     const each = level.each!;
     for (;;) {
       const start = i;
-      const valueEnd = each === null ? this.#skipValue(b, i) : this.#value(b, i, each);
+      const valueEnd = each === null ? this.#skip.value(b, i) : this.#value(b, i, each);
       if (valueEnd < 0) return valueEnd; // MALFORMED (DONE never happens below a wildcard)
       i = ws(b, valueEnd);
       const c = b[i];
@@ -411,160 +398,6 @@ export class JsonPruner {
     }
     return -1;
   }
-
-  /** Skips one value at `b[i]`; returns the index after it. */
-  #skipValue(b: Uint8Array, i: number): number {
-    const c = b[i];
-    if (c === QUOTE) return skipString(b, i);
-    if (c === LBRACE || c === LBRACKET) return skipContainer(b, i, this.#stack);
-    // A scalar (number, true, false, null): up to the next delimiter, made of bytes a scalar may
-    // hold (`x`, a lost quote's text, is rejected). Its exact grammar is checked by JSON.parse if kept.
-    const n = b.length;
-    let j = i;
-    while (j < n) {
-      const x = b[j]!;
-      if (x === COMMA || x === RBRACE || x === RBRACKET || x === SPACE || x === LF || x === CR || x === TAB) break;
-      if (CLASS[x] !== 0 || x === COLON) return MALFORMED; // only digits, +-.eE and the letters of true/false/null
-      j++;
-    }
-    return j === i ? MALFORMED : j;
-  }
-}
-
-/**
- * Byte classes for the container scan: 0 plain (allowed outside strings in
- * JSON: whitespace, `:`, `,`, digits, `+-.eE`, the letters of true/false/null),
- * 1 quote, 2 opening bracket, 3 closing bracket, 4 never valid outside a string.
- */
-const CLASS = new Uint8Array(256).fill(4);
-for (const c of " \t\r\n:,0123456789+-.eEtruefalsn") CLASS[c.charCodeAt(0)] = 0;
-CLASS[QUOTE] = 1;
-CLASS[LBRACE] = 2;
-CLASS[LBRACKET] = 2;
-CLASS[RBRACE] = 3;
-CLASS[RBRACKET] = 3;
-
-/** What may follow a string inside a container (after whitespace): 1 for `:`, `,`, `}`, `]`. */
-const AFTER_STRING = new Uint8Array(256);
-for (const c of ":,}]") AFTER_STRING[c.charCodeAt(0)] = 1;
-
-/**
- * Skips the object or array at `b[i]`: strings skipped (and followed by one
- * of `:,}]`), brackets matched by kind (`}` closes `{`, `]` closes `[`: the
- * closer is the opener + 2), no byte outside strings that JSON never allows
- * there. Returns the index after it, or MALFORMED.
- */
-function skipContainer(b: Uint8Array, i: number, stack: Uint8Array): number {
-  const n = b.length;
-  let d = 0;
-  stack[0] = b[i]!;
-  let j = i + 1;
-  while (j < n) {
-    const x = b[j]!;
-    const k = CLASS[x]!;
-    if (k === 0) {
-      j++;
-      continue;
-    }
-    if (k === 1) {
-      // Short strings inline (the keys and small values of managedFields and pod specs);
-      // escapes and long strings in skipString.
-      const stop = j + 24 < n ? j + 24 : n;
-      let y = 0;
-      do y = b[++j]!; while (y !== QUOTE && y !== BACKSLASH && j < stop);
-      if (y === QUOTE && j < n) j++;
-      else {
-        j = skipStringFrom(b, j);
-        if (j === MALFORMED) return MALFORMED;
-      }
-      if (AFTER_STRING[b[j]!] === 0) {
-        j = ws(b, j);
-        if (AFTER_STRING[b[j]!] === 0) return MALFORMED;
-      }
-      continue;
-    }
-    if (k === 2) {
-      if (++d > MAX_DEPTH) return MALFORMED;
-      stack[d] = x;
-    } else if (k === 3) {
-      if (stack[d] !== x - 2) return MALFORMED;
-      if (d-- === 0) return j + 1;
-    } else {
-      return MALFORMED;
-    }
-    j++;
-  }
-  return MALFORMED;
-}
-
-/** Bytes that may follow a backslash in a JSON string: `"\/bfnrtu`. */
-const ESCAPE = new Uint8Array(256);
-for (const c of "\"\\/bfnrtu") ESCAPE[c.charCodeAt(0)] = 1;
-
-/** Position of the next backslash at or after `nextBackslashFrom` in `backslashIn` (-1: none), cached per line. */
-let backslashIn: Uint8Array | undefined;
-let nextBackslash = -1;
-let nextBackslashFrom = 0;
-
-/**
- * Index after the string whose opening quote is at `b[i]`, or MALFORMED if
- * it never closes or holds an escape JSON does not know (`\e`, `\u12`).
- */
-function skipString(b: Uint8Array, i: number): number {
-  return skipStringFrom(b, i + 1);
-}
-
-/** {@link skipString} from `j`, a position inside the string that is not inside an escape. */
-function skipStringFrom(b: Uint8Array, j: number): number {
-  const n = b.length;
-  // Short strings (most keys) by a plain loop; long ones (base64, messages) by the native search.
-  const stop = j + 32 < n ? j + 32 : n;
-  while (j < stop) {
-    const x = b[j]!;
-    if (x === QUOTE) return j + 1;
-    if (x === BACKSLASH) {
-      j = skipEscape(b, j);
-      if (j === MALFORMED) return MALFORMED;
-    } else {
-      j++;
-    }
-  }
-  for (;;) {
-    const q = b.indexOf(QUOTE, j);
-    if (q < 0) return MALFORMED;
-    // Escapes before the quote: checked one by one (the next backslash is searched once per
-    // line position, so a line with long strings and no backslash is scanned only once).
-    if (backslashIn !== b || (nextBackslash !== -1 && nextBackslash < j) || nextBackslashFrom > j) {
-      backslashIn = b;
-      nextBackslashFrom = j;
-      nextBackslash = b.indexOf(BACKSLASH, j);
-    }
-    if (nextBackslash === -1 || nextBackslash > q) return q + 1;
-    j = skipEscape(b, nextBackslash);
-    if (j === MALFORMED) return MALFORMED;
-  }
-}
-
-/** Index after the escape sequence at `b[j] === "\\"`, or MALFORMED. */
-function skipEscape(b: Uint8Array, j: number): number {
-  const e = b[j + 1];
-  if (e === undefined || ESCAPE[e] === 0) return MALFORMED;
-  if (e !== 117) return j + 2; // not \u
-  for (let h = j + 2; h < j + 6; h++) {
-    const x = b[h];
-    if (x === undefined || !((x >= 48 && x <= 57) || ((x | 32) >= 97 && (x | 32) <= 102))) return MALFORMED;
-  }
-  return j + 6;
-}
-
-function ws(b: Uint8Array, i: number): number {
-  const n = b.length;
-  while (i < n) {
-    const x = b[i]!;
-    if (x !== SPACE && x !== LF && x !== CR && x !== TAB) return i;
-    i++;
-  }
-  return i;
 }
 
 /** Convenience: `new JsonPruner(paths).prune(line)` (compile once and reuse a JsonPruner on hot paths). */
