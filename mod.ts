@@ -91,11 +91,10 @@ export {
   type SubscribeOptions,
   type SubscribeTarget,
 } from "./src/flyte/app-client.ts";
-export { AppConversionError, appIdentity, kserviceToApp } from "./src/flyte/convert.ts";
+export { AppConversionError, AppConverter, appIdentity, kserviceToApp } from "./src/flyte/convert.ts";
 export { KServiceName, publicIngress } from "./src/flyte/naming.ts";
-export { specFromAnnotation } from "./src/flyte/spec.ts";
+export { createSpecDecoder, type SpecDecoder, specFromAnnotation } from "./src/flyte/spec.ts";
 export {
-  type AppChange,
   LaggingError,
   type SlowConsumerPolicy,
   Subscription,
@@ -103,7 +102,7 @@ export {
   type SubscriptionStart,
   type SubscriptionStats,
 } from "./src/flyte/subscriptions.ts";
-export { decodeToken, encodeToken, Journal, type Position, type ResumeFailure, type ResumeResult } from "./src/flyte/journal.ts";
+export { type AppChange, decodeToken, encodeToken, Journal, type Position, type ResumeFailure, type ResumeResult } from "./src/flyte/journal.ts";
 export type {
   App,
   AppsConfig,

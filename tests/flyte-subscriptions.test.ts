@@ -2,7 +2,8 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createLogger } from "../src/log.ts";
 import type { App, WatchResponse } from "../src/flyte/model.ts";
-import { type AppChange, LaggingError, Subscription } from "../src/flyte/subscriptions.ts";
+import type { AppChange } from "../src/flyte/journal.ts";
+import { LaggingError, Subscription } from "../src/flyte/subscriptions.ts";
 
 const app = (name: string, v: number): App => ({ metadata: { id: { org: "flyte", project: "p", domain: "d", name } }, status: { currentReplicas: v } });
 const create = (name: string, v = 0): AppChange => ({ key: `flyte/p/d/${name}`, event: { createEvent: { app: app(name, v) } } });

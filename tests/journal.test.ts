@@ -2,7 +2,8 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { App } from "../src/flyte/model.ts";
 import { decodeToken, encodeToken, Journal } from "../src/flyte/journal.ts";
-import { type AppChange, Subscription, type SubscriptionItem } from "../src/flyte/subscriptions.ts";
+import type { AppChange } from "../src/flyte/journal.ts";
+import { Subscription, type SubscriptionItem } from "../src/flyte/subscriptions.ts";
 
 const app = (name: string, v = 0): App => ({ metadata: { id: { org: "flyte", project: "p", domain: "d", name } }, status: { currentReplicas: v } });
 const change = (name: string, v = 0): AppChange => ({ key: `flyte/p/d/${name}`, event: { updateEvent: { updatedApp: app(name, v) } } });

@@ -9,7 +9,8 @@ import type { Logger } from "../log.ts";
 import { type Clock, realClock } from "../watch/clock.ts";
 import { Journal } from "./journal.ts";
 import type { App, Identifier, WatchResponse } from "./model.ts";
-import { type AppChange, appOf, type SlowConsumerPolicy, Subscription } from "./subscriptions.ts";
+import type { AppChange } from "./journal.ts";
+import { appOf, type SlowConsumerPolicy, Subscription } from "./subscriptions.ts";
 
 /**
  * What a subscription receives:

@@ -18,7 +18,17 @@
  */
 import * as v from "valibot";
 import { compareResourceVersions } from "../watch/resource-version.ts";
-import type { AppChange } from "./subscriptions.ts";
+import type { WatchResponse } from "./model.ts";
+
+/** One change of one app, as the hub sees it (key = org/project/domain/name). */
+export interface AppChange {
+  key: string;
+  event: WatchResponse;
+  /** Resume token of the watch position right after this change (see {@link Journal}). */
+  token?: string;
+  /** Not a marker (see `SubscriptionItem`, subscriptions.ts). */
+  synced?: undefined;
+}
 
 /** A watch position: stream (namespace or `*`) → resourceVersion. */
 export type Position = Readonly<Record<string, string>>;

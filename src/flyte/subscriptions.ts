@@ -16,7 +16,7 @@
 import type { Logger } from "../log.ts";
 import { silentLogger } from "../log.ts";
 import type { App, Identifier, WatchResponse } from "./model.ts";
-import type { ResumeFailure } from "./journal.ts";
+import type { AppChange, ResumeFailure } from "./journal.ts";
 
 /** What to do with a subscriber whose buffer is full. */
 export type SlowConsumerPolicy = "coalesce" | "drop" | "disconnect";
@@ -26,15 +26,6 @@ export class LaggingError extends Error {
   override readonly name = "LaggingError";
 }
 
-/** One change of one app, as the hub sees it (key = org/project/domain/name). */
-export interface AppChange {
-  key: string;
-  event: WatchResponse;
-  /** Resume token of the watch position right after this change (see journal.ts). */
-  token?: string;
-  /** Not a marker (see {@link SubscriptionItem}). */
-  synced?: undefined;
-}
 
 /**
  * What {@link Subscription.items} yields: an event (with the token that

@@ -37,21 +37,6 @@ export interface WatchPlan {
   timeoutMs: number;
 }
 
-/** Object JSON is the same for every watcher, so serialise each stored object once. */
-const jsonCache = new WeakMap<object, string>();
-function objectJson(obj: KubeObject): string {
-  let s = jsonCache.get(obj);
-  if (s === undefined) {
-    s = JSON.stringify(obj);
-    jsonCache.set(obj, s);
-  }
-  return s;
-}
-
-function eventLine(type: string, obj: KubeObject): string {
-  return `{"type":"${type}","object":${objectJson(obj)}}\n`;
-}
-
 /** A BOOKMARK: an object of the watched kind carrying only metadata.resourceVersion (B1). */
 function bookmarkLine(resource: SandboxResource, rv: number, initialEventsEnd: boolean): string {
   const metadata = initialEventsEnd
@@ -81,6 +66,8 @@ export class WatchHub {
   readonly options: WatchHubOptions;
   readonly #sessions: Record<SandboxResource, Set<WatchSession>> = { services: new Set(), revisions: new Set() };
   readonly #unsubscribe: () => void;
+  /** Object JSON is the same for every watcher, so each stored object is serialised once. */
+  readonly #json = new WeakMap<object, string>();
   #disposed = false;
 
   constructor(store: ObjectStore, timers: TimerSet, options: WatchHubOptions) {
@@ -99,6 +86,16 @@ export class WatchHub {
     // A request that was still waiting when the sandbox was disposed gets an empty stream.
     if (this.#disposed) s.end();
     return s;
+  }
+
+  /** @internal One watch event's line, the object's JSON cached for every session. */
+  eventLine(type: string, obj: KubeObject): string {
+    let json = this.#json.get(obj);
+    if (json === undefined) {
+      json = JSON.stringify(obj);
+      this.#json.set(obj, json);
+    }
+    return `{"type":"${type}","object":${json}}\n`;
   }
 
   /** @internal */
@@ -242,7 +239,7 @@ export class WatchSession implements ChunkSource {
     const plan = this.#plan;
     if (this.#initialIndex < plan.initial.length) {
       // Synthetic ADDEDs do not move the bookmark baseline: their RVs are unordered (#49745).
-      return eventLine("ADDED", plan.initial[this.#initialIndex++]!);
+      return this.#hub.eventLine("ADDED", plan.initial[this.#initialIndex++]!);
     }
     if (this.#endBookmarkRV !== undefined) {
       const rv = this.#endBookmarkRV;
@@ -285,13 +282,13 @@ export class WatchSession implements ChunkSource {
     if (ns !== undefined && ev.object.metadata.namespace !== ns) return undefined;
     const cur = ev.type !== "DELETED" && this.#matches(ev.object);
     const old = ev.prev !== undefined && this.#matches(ev.prev);
-    if (cur && old) return eventLine("MODIFIED", ev.object);
-    if (cur) return eventLine("ADDED", ev.object);
+    if (cur && old) return this.#hub.eventLine("MODIFIED", ev.object);
+    if (cur) return this.#hub.eventLine("ADDED", ev.object);
     if (!old) return undefined;
-    if (ev.type === "DELETED") return eventLine("DELETED", ev.object);
+    if (ev.type === "DELETED") return this.#hub.eventLine("DELETED", ev.object);
     // Stopped matching: DELETED with the previous state stamped with this event's RV.
     const prev = ev.prev!;
-    return eventLine("DELETED", { ...prev, metadata: { ...prev.metadata, resourceVersion: String(ev.rv) } });
+    return this.#hub.eventLine("DELETED", { ...prev, metadata: { ...prev.metadata, resourceVersion: String(ev.rv) } });
   }
 }
 

@@ -7,7 +7,14 @@
  */
 import type { WatchResponse } from "../flyte/model.ts";
 import type { SubscriptionStart } from "../flyte/subscriptions.ts";
-import type { SessionItem } from "./session.ts";
+
+/** What a stream delivers, whatever the transport. */
+export type SessionItem =
+  | { kind: "start"; start: SubscriptionStart; snapshotSize: number; position: string; sandbox?: boolean }
+  | { kind: "event"; event: WatchResponse; token?: string }
+  | { kind: "synced"; token: string; after: "snapshot" | "resume" | "resync" }
+  | { kind: "heartbeat"; token?: string }
+  | { kind: "error"; code: string; message: string };
 
 /** The kind of a frame (the SSE `event:` name). */
 export type FrameKind = "createEvent" | "updateEvent" | "deleteEvent" | "start" | "synced" | "heartbeat" | "pong" | "error";

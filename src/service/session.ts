@@ -14,18 +14,11 @@ import type { AppK8sClient, SubscribeTarget } from "../flyte/app-client.ts";
 import type { WatchResponse } from "../flyte/model.ts";
 import { LaggingError, type Receiver, type Subscription, type SubscriptionItem, type SubscriptionStart } from "../flyte/subscriptions.ts";
 import type { Logger } from "../log.ts";
+import type { SessionItem } from "./frames.ts";
 import type { ServiceMetrics } from "./metrics.ts";
 import { type Clock, realClock } from "../watch/clock.ts";
 import { Ticker, type TickerStats } from "./ticker.ts";
 import type { SendResult } from "./adapters/types.ts";
-
-/** What a stream delivers, whatever the transport. */
-export type SessionItem =
-  | { kind: "start"; start: SubscriptionStart; snapshotSize: number; position: string; sandbox?: boolean }
-  | { kind: "event"; event: WatchResponse; token?: string }
-  | { kind: "synced"; token: string; after: "snapshot" | "resume" | "resync" }
-  | { kind: "heartbeat"; token?: string }
-  | { kind: "error"; code: string; message: string };
 
 /** Where a session's items go (a WebSocket, an SSE response, a Connect stream). */
 export interface StreamSink {

@@ -16,7 +16,8 @@ import { type Frame, frameOf, pongFrame } from "./frames.ts";
 import { errorResponse } from "./errors.ts";
 import type { ServiceMetrics } from "./metrics.ts";
 import { ClientMessageSchema, issuesOf } from "./schemas.ts";
-import type { SessionItem, Slot, StreamEnd, StreamHandle, StreamRequest, StreamSessions, StreamSink } from "./session.ts";
+import type { SessionItem } from "./frames.ts";
+import type { Slot, StreamEnd, StreamHandle, StreamRequest, StreamSessions, StreamSink } from "./session.ts";
 
 /** WebSocket close codes appwatch uses (RFC 6455 §7.4). */
 export const CLOSE = {

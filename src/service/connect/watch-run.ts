@@ -8,7 +8,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { WatchResponse } from "../../flyte/model.ts";
 import type { Logger } from "../../log.ts";
-import type { SessionItem, StreamEnd, StreamSink } from "../session.ts";
+import type { SessionItem } from "../frames.ts";
+import type { StreamEnd, StreamSink } from "../session.ts";
 import { errorText } from "./requests.ts";
 
 /** Where a handed-off Watch writes its pre-encoded frames (watch-body.ts). */
