@@ -11,7 +11,7 @@
  */
 import process from "node:process";
 import { createKubeClient } from "../src/kube/connect.ts";
-import { KSERVICE_PRUNE, KSERVICE_PRUNE_BY_RUNTIME, kserviceWatcherOptions } from "../src/flyte/app-client.ts";
+import { KSERVICE_PRUNE, kserviceWatcherOptions } from "../src/flyte/app-client.ts";
 import { createWatcher } from "../src/watch/group.ts";
 import { runtimeName } from "../src/runtime.ts";
 import { BENCH_NAMESPACE } from "./data.ts";
@@ -19,7 +19,8 @@ import { startBenchServer } from "./server-process.ts";
 
 const events = Number(process.env.BENCH_EVENTS ?? 10_000);
 const runs = Number(process.env.PROFILE_RUNS ?? 3);
-const prune = process.env.PROFILE_PRUNE === undefined ? KSERVICE_PRUNE_BY_RUNTIME[runtimeName()] : process.env.PROFILE_PRUNE === "1";
+// The product prunes on every runtime; PROFILE_PRUNE=0 profiles the unpruned path.
+const prune = process.env.PROFILE_PRUNE !== "0";
 const server = await startBenchServer(events);
 try {
   for (let i = 0; i < runs; i++) {

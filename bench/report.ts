@@ -78,7 +78,7 @@ export interface RuntimeResult {
     /** (10) / (11): what pruning does to the product path (≥ 1: pruning is not slower). */
     productPrunedVsUnpruned?: number;
   };
-  /** Whether the product (`KSERVICE_PRUNE_BY_RUNTIME`) prunes on this runtime: which of (10)/(11) is "the product path". */
+  /** Whether the product (`kserviceWatcherOptions`: on every runtime) prunes on this runtime: which of (10)/(11) is "the product path". */
   productPrunes?: boolean;
   /** Wall time of the whole benchmark process body, ms. */
   totalMs: number;

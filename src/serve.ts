@@ -6,8 +6,8 @@
  */
 import { type FetchHandler, type ListeningServer, loadAdapter } from "./service/adapters/types.ts";
 
-/** A running HTTP server. */
-export type RunningServer = ListeningServer;
+/** A running HTTP server, and whether its runtime holds response headers until the first body byte. */
+export type RunningServer = ListeningServer & { readonly headersWaitForBody: boolean };
 
 /** Options for {@link serveFetch}. */
 export interface ServeOptions {
@@ -20,5 +20,6 @@ export interface ServeOptions {
 /** Starts an HTTP server for `handler` on the current runtime. */
 export async function serveFetch(handler: FetchHandler, options: ServeOptions = {}): Promise<RunningServer> {
   const adapter = await loadAdapter();
-  return await adapter.listen((req) => handler(req), { port: options.port ?? 0, hostname: options.hostname ?? "127.0.0.1" });
+  const server = await adapter.listen((req) => handler(req), { port: options.port ?? 0, hostname: options.hostname ?? "127.0.0.1" });
+  return Object.assign(server, { headersWaitForBody: adapter.headersWaitForBody });
 }

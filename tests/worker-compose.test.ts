@@ -1,5 +1,5 @@
 /**
- * The one composition (`src/worker/compose.ts`) and the worker entries' start (`src/worker/start.ts`),
+ * The one composition (`src/service/compose.ts`) and the worker entries' start (`src/worker/start.ts`),
  * in process: every entry reaches the same `compose()` and none builds the service itself; the stop
  * ends the streams before the owner's listener closes and releases the cluster after it, once,
  * within the deadline; the entries' start exits 2 on a configuration mistake, 1 when the
@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { createLogger } from "../src/log.ts";
 import { startSandboxCluster } from "../src/sandbox/mod.ts";
 import { loadAdapter } from "../src/service/adapters/types.ts";
-import { compose } from "../src/worker/compose.ts";
+import { compose } from "../src/service/compose.ts";
 import { startWorker } from "../src/worker/start.ts";
 import { testSettings, waitFor } from "./helpers/service.ts";
 
@@ -54,9 +54,9 @@ function readSse(res: Response) {
 
 describe("the one composition", () => {
   test("startService and every worker entry reach compose(); only compose.ts builds AppK8sClient and createApp", () => {
-    const composeFile = resolve(ROOT, "src/worker/compose.ts");
+    const composeFile = resolve(ROOT, "src/service/compose.ts");
     for (const entry of ["src/service/server.ts", "src/worker/deno.ts", "src/worker/bun.ts"]) {
-      assert.ok(importGraph(entry).has(composeFile), `${entry} does not reach src/worker/compose.ts`);
+      assert.ok(importGraph(entry).has(composeFile), `${entry} does not reach src/service/compose.ts`);
     }
     for (const file of ["src/service/server.ts", "src/worker/start.ts", "src/worker/deno.ts", "src/worker/bun.ts"]) {
       const text = readFileSync(resolve(ROOT, file), "utf8");

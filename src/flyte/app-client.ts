@@ -11,7 +11,6 @@ import { errorFromResponse } from "../kube/status.ts";
 import { type Logger, silentLogger } from "../log.ts";
 import { createWatcher, type ObjectWatcher, type WatcherOptions } from "../watch/group.ts";
 import type { PrunePaths } from "../watch/prune.ts";
-import { runtimeName, type RuntimeName } from "../runtime.ts";
 import { type Clock, realClock } from "../watch/clock.ts";
 import type { ReflectorHealth, ReflectorOptions } from "../watch/reflector.ts";
 import { collectionPath, KNATIVE_REVISIONS, KNATIVE_SERVICES, type KubeObject, objectKey, type ReflectorEvent } from "../watch/types.ts";
@@ -48,33 +47,27 @@ export interface AppK8sClientOptions {
 export const KSERVICE_PRUNE: PrunePaths = [["object", "metadata", "managedFields"], ["object", "spec"]];
 
 /**
- * Whether the KService watch cuts {@link KSERVICE_PRUNE} at the byte level (`prune.ts`, before
- * JSON.parse) on each runtime, or lets `slimKService` drop them after parsing — chosen by
- * measurement, BENCHMARKS.md B1 "product path" pruned vs unpruned, same run, same bytes:
- * pruning is kept only where it is not slower. Run of 2026-12-02 05:30 UTC, pruned ÷ unpruned: Node 1.12×,
- * Deno 1.06×, Bun 1.14× (on Node with the `dispatcher.request` transport; over undici's `fetch` it was slower).
- * A `watch.prune` option overrides it.
- */
-export const KSERVICE_PRUNE_BY_RUNTIME: Readonly<Record<RuntimeName, boolean>> = { node: true, deno: true, bun: true };
-
-/**
  * The options of the app KService watch, exactly as {@link AppK8sClient} builds them (the B1
- * benchmark's "product path" runs these too): the label selector, `slimKService` after any
- * caller `parse`, and the per-runtime prune choice of {@link KSERVICE_PRUNE_BY_RUNTIME}.
+ * benchmark's "product path" runs these too): the label selector, and {@link KSERVICE_PRUNE} cut at
+ * the byte level before JSON.parse (`prune.ts`) from watch lines and (as `items.*.…`) list pages.
+ * Pruning is on for every runtime: BENCHMARKS.md B1, product path pruned ÷ unpruned, same run, same
+ * bytes (2026-12-02 05:30 UTC): Node 1.12×, Deno 1.06×, Bun 1.14×. With a caller's own
+ * `watch.prune`, `slimKService` drops what that leaves after parsing.
  */
 export function kserviceWatcherOptions(
   client: KubeClient,
   namespaces: string[],
   watch: AppK8sClientOptions["watch"] = {},
   logger: Logger = silentLogger,
-  runtime: RuntimeName = runtimeName(),
 ): WatcherOptions<KubeObject> {
-  const parse = watch.parse;
+  const { parse } = watch;
+  // Only a caller's own prune can leave managedFields or spec in the parsed object.
+  const slim = watch.prune === undefined ? undefined : slimKService;
   return {
-    // Never read: cut before JSON.parse from watch lines and (as items.*.…) list pages where that is faster (B1, B2).
-    prune: KSERVICE_PRUNE_BY_RUNTIME[runtime] ? KSERVICE_PRUNE : [],
+    // Never read: cut before JSON.parse from watch lines and (as items.*.…) list pages (B1, B2).
+    prune: KSERVICE_PRUNE,
     ...watch,
-    parse: parse ? (obj) => slimKService(parse(obj)) : slimKService,
+    parse: parse && slim ? (obj) => slim(parse(obj)) : parse ?? slim,
     client,
     resource: KNATIVE_SERVICES,
     namespaces,

@@ -2,7 +2,6 @@
  * {@link startSandbox}: a {@link Sandbox} served over real HTTP with `serveFetch`.
  * @module
  */
-import { runtimeName } from "../runtime.ts";
 import { serveFetch } from "../serve.ts";
 import { Sandbox } from "./sandbox.ts";
 import type { SandboxOptions } from "./types.ts";
@@ -17,15 +16,16 @@ export interface RunningSandbox {
 }
 
 /**
- * Starts a sandbox on loopback (port 0 = a free port). On Bun, `leadingNewline` defaults to
- * true because Bun's server holds back response headers until the first body byte.
+ * Starts a sandbox on loopback (port 0 = a free port). `leadingNewline` defaults to true where
+ * the runtime's server holds back response headers until the first body byte (Bun; the adapter says).
  */
 export async function startSandbox(
   options: SandboxOptions & { port?: number; hostname?: string } = {},
 ): Promise<RunningSandbox> {
   const { port, hostname, ...rest } = options;
-  const sandbox = new Sandbox({ ...rest, leadingNewline: rest.leadingNewline ?? runtimeName() === "bun" });
-  const server = await serveFetch((req) => sandbox.app.fetch(req), { port: port ?? 0, hostname: hostname ?? "127.0.0.1" });
+  let sandbox: Sandbox | undefined; // set before the first request can arrive (no await in between)
+  const server = await serveFetch((req) => sandbox!.app.fetch(req), { port: port ?? 0, hostname: hostname ?? "127.0.0.1" });
+  sandbox = new Sandbox({ ...rest, leadingNewline: rest.leadingNewline ?? server.headersWaitForBody });
   let closing: Promise<void> | undefined;
   return {
     sandbox,

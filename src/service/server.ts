@@ -9,7 +9,7 @@
 import type { AppK8sClient } from "../flyte/app-client.ts";
 import { connect } from "../kube/connect.ts";
 import type { Logger } from "../log.ts";
-import { adapterOptions, type ClusterSource, compose } from "../worker/compose.ts";
+import { adapterOptions, type ClusterSource, compose } from "./compose.ts";
 import type { AppwatchApp } from "./app.ts";
 import { type ListeningServer, loadAdapter } from "./adapters/types.ts";
 import { exposureWarning } from "./exposure.ts";
@@ -60,7 +60,7 @@ export interface RunningService<C extends ClusterSource = ClusterSource> {
 
 /**
  * Starts the service on `io.cluster` (which it then owns); resolves once it listens (the watch
- * syncs in the background). The composition is the one every entry shares (`src/worker/compose.ts`);
+ * syncs in the background). The composition is the one every entry shares (`src/service/compose.ts`);
  * what is particular here is that this entry owns its listener (and the optional gRPC one).
  */
 export async function startService<C extends ClusterSource>(

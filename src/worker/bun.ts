@@ -1,5 +1,5 @@
 /**
- * Bun's default export over the one composition (`compose.ts`): `{ fetch, websocket,
+ * Bun's default export over the one composition (`service/compose.ts`): `{ fetch, websocket,
  * idleTimeout, … }`, which Bun serves itself.
  *
  *     bun run src/worker/bun.ts

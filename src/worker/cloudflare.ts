@@ -12,7 +12,7 @@ import { bearerToken, KubeClient, noCredentials } from "../kube/client.ts";
 import { createLogger, type Logger } from "../log.ts";
 import { createCloudflareRuntime } from "../service/adapters/cloudflare.ts";
 import { type CloudflareSettings, settingsFromEnv } from "./cloudflare-env.ts";
-import { compose, type Composition, VERSION } from "./compose.ts";
+import { compose, type Composition, VERSION } from "../service/compose.ts";
 
 /** What the entry uses of a Durable Object namespace binding. */
 interface DurableObjectNamespaceLike {

@@ -1,5 +1,5 @@
 /**
- * The `deno serve` entry: `export default { fetch }` over the one composition (`compose.ts`).
+ * The `deno serve` entry: `export default { fetch }` over the one composition (`service/compose.ts`).
  *
  *     deno serve -A --port 8080 src/worker/deno.ts
  *

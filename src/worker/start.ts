@@ -3,7 +3,7 @@
  * `bun.ts`) do before they hand Bun or Deno a `fetch`: read the `serve` settings from the
  * environment (`APPWATCH_*`, `APPWATCH_CONFIG`: the same table as `npm start`), choose the cluster
  * the way the CLI does (`openCluster`: kubeconfig, in-cluster, or the sandbox when configured),
- * and run the one composition (`compose.ts`) with the entry's adapter. The runtime owns the
+ * and run the one composition (`service/compose.ts`) with the entry's adapter. The runtime owns the
  * listener; the entry only wires signals and the export.
  *
  * It runs at module load, once per process or isolate (`deno serve --parallel`: one per worker):
@@ -18,7 +18,7 @@ import { ConfigError, describeSettings, type LoadedSettings, loadSettings } from
 import type { AdapterOptions } from "../service/adapters/types.ts";
 import { exposureWarning } from "../service/exposure.ts";
 import type { ServiceSettings } from "../service/settings.ts";
-import { adapterOptions, type ClusterSource, compose, type ComposeRuntime, type Composition } from "./compose.ts";
+import { adapterOptions, type ClusterSource, compose, type ComposeRuntime, type Composition } from "../service/compose.ts";
 
 /** What an entry gives {@link startWorker}. */
 export interface WorkerIo<R extends ComposeRuntime> {

@@ -135,6 +135,7 @@ export function createAdapter({ maxPayloadBytes, pingSeconds }: Required<Adapter
   });
   return {
     runtime: "bun",
+    headersWaitForBody: true,
     upgradeWebSocket,
     clientAddress: (c) => getConnInfo(c).remote.address,
     socket,

@@ -41,6 +41,7 @@ export function createAdapter({ pingSeconds }: Required<AdapterOptions>): Server
   });
   return {
     runtime: "deno",
+    headersWaitForBody: false,
     upgradeWebSocket,
     clientAddress: (c) => getConnInfo(c).remote.address,
     socket: (ws) => new DenoSocket(ws.raw as WebSocket),

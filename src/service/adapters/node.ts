@@ -54,6 +54,7 @@ export function createAdapter({ maxPayloadBytes }: Required<AdapterOptions>): Se
   const writer = new SocketWriter();
   return {
     runtime: "node",
+    headersWaitForBody: false,
     upgradeWebSocket,
     clientAddress: (c) => getConnInfo(c).remote.address,
     socket: (ws) => new NodeSocket(ws.raw as WsSocket, writer),

@@ -58,6 +58,11 @@ export interface SocketSink {
 /** One runtime's server plumbing. */
 export interface ServerAdapter {
   readonly runtime: RuntimeName;
+  /**
+   * The runtime's server sends a response's headers only with its first body byte (Bun): a
+   * stream whose headers must arrive at once writes a byte first (the sandbox's leading newline).
+   */
+  readonly headersWaitForBody: boolean;
   readonly upgradeWebSocket: UpgradeWebSocket<unknown>;
   clientAddress(c: Context): string | undefined;
   /** `ws` (from this adapter's `upgradeWebSocket`) as a sink. */

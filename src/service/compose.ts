@@ -13,10 +13,10 @@ import { AppK8sClient, AppsForbiddenError, KnativeNotInstalledError } from "../f
 import type { KubeClient } from "../kube/client.ts";
 import { describeKubeFailure } from "../kube/errors.ts";
 import type { Logger } from "../log.ts";
-import type { AdapterOptions, FetchHandler } from "../service/adapters/types.ts";
-import { type AppwatchApp, CLOSE, createApp } from "../service/app.ts";
-import type { AppRuntime } from "../service/transports.ts";
-import type { ServiceSettings } from "../service/settings.ts";
+import type { AdapterOptions, FetchHandler } from "./adapters/types.ts";
+import { type AppwatchApp, CLOSE, createApp } from "./app.ts";
+import type { AppRuntime } from "./transports.ts";
+import type { ServiceSettings } from "./settings.ts";
 import { runtimeVersion, type RuntimeName } from "../runtime.ts";
 import { Backoff, sleep } from "../watch/backoff.ts";
 import { VERSION } from "../version.ts";
