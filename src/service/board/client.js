@@ -1,8 +1,126 @@
+// @ts-check
+/**
+ * The live app board's script (docs/board.md), served as is at `GET /board/app.js`: one ES2020
+ * module, no imports, no build step. The types are JSDoc, checked by `tsc -p tsconfig.board.json`
+ * (`node scripts/test.mjs typecheck`) against the DOM only; the served bytes are this file's
+ * (embedded by scripts/gen-board.mjs as ./client.gen.ts, so no runtime reads a file).
+ * Uncaught errors are caught by loading it in headless Chromium (tests/board.test.ts).
+ */
+
+// ---- types ----------------------------------------------------------------------------------
+// What the page reads off the wire (docs/protocol.md). It is JSON from the server, so every
+// field is optional and the code below defaults each one.
+/** @typedef {{ org?: string, project?: string, domain?: string, name?: string }} AppId */
+/** @typedef {{ deploymentStatus?: string, message?: string, lastTransitionTime?: string }} Condition */
+/**
+ * @typedef {object} AppStatus
+ * @property {Condition[]} [conditions]
+ * @property {string} [lastUpdatedAt]
+ * @property {string} [createdAt]
+ * @property {number} [currentReplicas]
+ * @property {{ publicUrl?: unknown }} [ingress]
+ */
+/** @typedef {{ metadata?: { id?: AppId }, status?: AppStatus }} App */
+/** @typedef {{ mode?: string, apps?: number, sandbox?: boolean, resumeFailed?: string }} Start */
+/**
+ * One stream frame: exactly one of the events, or `start` / `synced` / `heartbeat` / `error`.
+ * @typedef {object} Frame
+ * @property {Start} [start]
+ * @property {{ app?: App }} [createEvent]
+ * @property {{ updatedApp?: App }} [updateEvent]
+ * @property {{ app?: App }} [deleteEvent]
+ * @property {{ resume?: unknown }} [synced]
+ * @property {{ resume?: unknown }} [heartbeat]
+ * @property {{ message?: string, code?: string }} [error]
+ * @property {unknown} [resume]
+ */
+/** @typedef {{ cluster?: { host?: unknown, namespaces?: unknown }, sandbox?: unknown }} Info GET v1/info */
+
+/**
+ * One app as the board shows it; `el` and `cells` once its table row is built.
+ * @typedef {object} Row
+ * @property {string} key org/project/domain/name
+ * @property {string} org
+ * @property {string} project
+ * @property {string} domain
+ * @property {string} name
+ * @property {string} phase the last condition's, without DEPLOYMENT_STATUS_
+ * @property {string} message
+ * @property {string} url "" unless http(s)
+ * @property {number} replicas
+ * @property {string} created ISO time or ""
+ * @property {string} changed ISO time or ""
+ * @property {HTMLTableRowElement | null} el
+ * @property {Cells | null} cells
+ * @property {boolean} dirty the row's cells need a patch
+ * @property {boolean} [flashed] a change to highlight at the next patch
+ * @property {string} search the key, lower case
+ * @property {string} sig what a change must differ in to count
+ */
+/**
+ * @typedef {object} Cells A built row's cells
+ * @property {HTMLSpanElement} badge
+ * @property {HTMLTableCellElement} message
+ * @property {HTMLTableCellElement} url
+ * @property {HTMLTableCellElement} replicas
+ * @property {HTMLTimeElement} age
+ * @property {HTMLTimeElement} changed
+ * @property {string | null} u the URL the url cell shows
+ */
+/** @typedef {"name" | "phase" | "changed"} SortKey */
+/** @typedef {{ q: string, project: string, domain: string, phase: string }} Filters */
+/**
+ * The page's elements (the ids of ./page.ts's HTML).
+ * @typedef {object} Ui
+ * @property {HTMLDivElement} conn
+ * @property {HTMLSpanElement} connText
+ * @property {HTMLDivElement} notice
+ * @property {HTMLParagraphElement} noticeText
+ * @property {HTMLButtonElement} noticeClose
+ * @property {HTMLFormElement} tokenForm
+ * @property {HTMLInputElement} tokenInput
+ * @property {HTMLUListElement} counts
+ * @property {HTMLFormElement} filters
+ * @property {HTMLInputElement} search
+ * @property {HTMLSelectElement} project
+ * @property {HTMLSelectElement} domain
+ * @property {HTMLSelectElement} phase
+ * @property {HTMLParagraphElement} shown
+ * @property {HTMLTableSectionElement} rows
+ * @property {HTMLParagraphElement} empty
+ * @property {HTMLButtonElement} more
+ * @property {HTMLButtonElement} all
+ * @property {HTMLTableElement} table
+ * @property {HTMLTableCaptionElement} caption
+ * @property {HTMLParagraphElement} stale
+ * @property {HTMLSelectElement} sort
+ * @property {HTMLSpanElement} whereSandbox
+ * @property {HTMLElement} whereCluster
+ * @property {HTMLElement} whereNs
+ */
+/**
+ * What the page exposes as `window.appwatchBoard` (read by tests and bench/board.ts).
+ * @typedef {object} Stats
+ * @property {number} frames
+ * @property {number} handleMs time spent handling frames
+ * @property {number} connects
+ * @property {number} snapshots
+ * @property {number} resumed
+ * @property {string} resumeFailed
+ * @property {number} [snapshotHandleMs]
+ * @property {number} [snapshotMs]
+ * @property {number} [snapshotApps]
+ * @property {number} [renderMs]
+ * @property {number} [paintedMs]
+ */
+
 const PAGE = 200;
 const PHASE_ORDER = ["ACTIVE", "DEPLOYING", "PENDING", "ASSIGNED", "STARTED", "SCALING_UP", "SCALING_DOWN", "FAILED", "STOPPED", "UNASSIGNED", "UNSPECIFIED"];
 const TOKEN_KEY = "appwatch.token";
+/** @param {string} id */
 const byId = (id) => document.getElementById(id);
-const ui = {
+// The ids are the HTML's (./page.ts); a missing one fails the browser test at the first use.
+const ui = /** @type {Ui} */ ({
   conn: byId("conn"), connText: byId("conn-text"), notice: byId("notice"), noticeText: byId("notice-text"),
   noticeClose: byId("notice-close"), tokenForm: byId("token-form"), tokenInput: byId("token-input"),
   counts: byId("counts"), filters: byId("filters"), search: byId("f-search"), project: byId("f-project"),
@@ -10,19 +128,23 @@ const ui = {
   empty: byId("empty"), more: byId("more"), all: byId("show-all"),
   table: byId("apps"), caption: byId("apps-caption"), stale: byId("stale"), sort: byId("f-sort"),
   whereSandbox: byId("w-sandbox"), whereCluster: byId("w-cluster"), whereNs: byId("w-ns"),
-};
+});
 // What a phase means when the header sorts by phase: trouble first.
 const PHASE_RANK = ["FAILED", "DEPLOYING", "PENDING", "ASSIGNED", "STARTED", "SCALING_UP", "SCALING_DOWN", "ACTIVE", "STOPPED", "UNASSIGNED", "UNSPECIFIED"];
 // Messages appwatch (like Flyte) puts on a Knative condition that came without reason or message.
 const PLACEHOLDERS = ["Configuration is ready", "Routes are ready", "Service is ready"];
 
 // ---- state ----------------------------------------------------------------------------------
+/** @type {Map<string, Row>} */
 let apps = new Map();        // key -> row (what the board shows)
+/** @type {Row[]} */
 let order = [];              // rows sorted by key
+/** @type {Map<string, Row> | null} */
 let incoming = null;         // Map filled by a snapshot, swapped in at "synced"
 let expected = 0;            // snapshot size announced by "start"
 let resumeToken = "";        // last token received after a sync
 let everSynced = false;
+/** @type {WebSocket | null} */
 let ws = null;
 let attempt = 0;
 let lastFrameAt = 0;
@@ -30,19 +152,23 @@ let lastGoodAt = 0;          // last frame applied to a consistent board (the st
 let sandbox = false;         // the server says its data is the sandbox's demo apps
 let limit = PAGE;
 let token = readToken();
+/** @type {Map<Row, number>} */
 const flashing = new Map();  // row -> time it was flashed
+/** @type {Set<Row>} */
 const dirty = new Set();
 let need = { list: true, counts: true, options: true, status: true };
 let scheduled = false;
+/** @type {{ firstFrame: boolean, pending: boolean, done?: boolean }} */
 let perf = { firstFrame: false, pending: false };
+/** @type {Stats} */
 const stats = { frames: 0, handleMs: 0, connects: 0, snapshots: 0, resumed: 0, resumeFailed: "" };
-window.appwatchBoard = stats; // read by tests and the benchmark
+/** @type {Window & { appwatchBoard?: Stats }} */ (window).appwatchBoard = stats; // read by tests and the benchmark
 
 // ---- token ----------------------------------------------------------------------------------
 function readToken() {
   const m = /(?:^#|&)token=([^&]*)/.exec(location.hash);
   if (m) {
-    const t = decodeURIComponent(m[1]);
+    const t = decodeURIComponent(/** @type {string} */ (m[1])); // the group always matches
     try { sessionStorage.setItem(TOKEN_KEY, t); } catch (e) { /* storage off */ }
     history.replaceState(null, "", location.pathname + location.search);
     return t;
@@ -51,11 +177,14 @@ function readToken() {
 }
 
 // ---- model ----------------------------------------------------------------------------------
+/** @param {AppId} id */
 function keyOf(id) {
   return (id.org || "") + "/" + (id.project || "") + "/" + (id.domain || "") + "/" + (id.name || "");
 }
 
+/** @param {Condition | undefined} c */
 const phaseOf = (c) => String((c && c.deploymentStatus) || "DEPLOYMENT_STATUS_UNSPECIFIED").replace(/^DEPLOYMENT_STATUS_/, "");
+/** @param {Condition | undefined} c */
 const isReal = (c) => c && typeof c.message === "string" && c.message !== "" && PLACEHOLDERS.indexOf(c.message) < 0;
 
 /**
@@ -64,16 +193,22 @@ const isReal = (c) => c && typeof c.message === "string" && c.message !== "" && 
  * is a condition that is not True (PENDING or FAILED: Ready, or what holds it back), not the last
  * one's "Routes are ready". Otherwise: the last condition of that phase with a real message.
  * Placeholders are the last resort.
+ * @param {Condition[]} conds
+ * @param {string} phase
+ * @returns {string}
  */
 function decidingMessage(conds, phase) {
-  const lastWith = (pred) => { for (let i = conds.length - 1; i >= 0; i--) if (pred(conds[i])) return conds[i].message; return ""; };
-  const last = conds.length ? conds[conds.length - 1] : {};
+  /** @param {(c: Condition) => unknown} pred @returns {string | undefined} */
+  const lastWith = (pred) => { for (let i = conds.length - 1; i >= 0; i--) if (pred(/** @type {Condition} */ (conds[i]))) return /** @type {Condition} */ (conds[i]).message; return ""; };
+  const last = conds.length ? /** @type {Condition} */ (conds[conds.length - 1]) : {};
+  /** @type {string | undefined} */
   let m = "";
   if (phase === "DEPLOYING") m = lastWith((c) => isReal(c) && (phaseOf(c) === "PENDING" || phaseOf(c) === "FAILED"));
   if (!m) m = lastWith((c) => isReal(c) && phaseOf(c) === phase);
   return m || last.message || "";
 }
 
+/** @param {App | undefined} app @returns {Row} */
 function toRow(app) {
   const id = (app && app.metadata && app.metadata.id) || {};
   const st = (app && app.status) || {};
@@ -83,36 +218,42 @@ function toRow(app) {
   let changed = st.lastUpdatedAt || "";
   for (const c of conds) if (c && c.lastTransitionTime && c.lastTransitionTime > changed) changed = c.lastTransitionTime;
   const url = st.ingress && typeof st.ingress.publicUrl === "string" && /^https?:\/\//i.test(st.ingress.publicUrl) ? st.ingress.publicUrl : "";
-  const row = {
+  const row = /** @type {Row} */ ({
     key: keyOf(id), org: id.org || "", project: id.project || "", domain: id.domain || "", name: id.name || "",
     phase, message: decidingMessage(conds, phase), url, replicas: Number(st.currentReplicas || 0),
     created: st.createdAt || "", changed, el: null, cells: null, dirty: true,
-  };
+  }); // search and sig next
   row.search = row.key.toLowerCase();
   row.sig = row.phase + "\n" + row.message + "\n" + row.url + "\n" + row.replicas + "\n" + row.changed;
   return row;
 }
 
+/** @param {Row} a @param {Row} b */
 function cmp(a, b) { return a.key < b.key ? -1 : a.key > b.key ? 1 : 0; }
 
 /** The header's sort: "name" (the key), "phase" (trouble first), "changed" (latest first); ties by key. */
-function sortBy() { return ui.sort.value || "name"; }
+/** @returns {SortKey} */
+function sortBy() { return /** @type {SortKey} */ (ui.sort.value) || "name"; }
+/** @param {string} p */
 function rank(p) { const i = PHASE_RANK.indexOf(p); return i < 0 ? PHASE_RANK.length : i; }
+/** @param {SortKey} by @returns {(a: Row, b: Row) => number} */
 function sortCmp(by) {
   if (by === "phase") return (a, b) => rank(a.phase) - rank(b.phase) || cmp(a, b);
   if (by === "changed") return (a, b) => (a.changed < b.changed ? 1 : a.changed > b.changed ? -1 : cmp(a, b));
   return cmp;
 }
 
+/** Where `key` is or would go in `order`. @param {string} key */
 function indexOf(key) {
   let lo = 0, hi = order.length;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
-    if (order[mid].key < key) lo = mid + 1; else hi = mid;
+    if (/** @type {Row} */ (order[mid]).key < key) lo = mid + 1; else hi = mid;
   }
   return lo;
 }
 
+/** @param {App | undefined} app @param {boolean} live */
 function upsert(app, live) {
   const row = toRow(app);
   if (incoming) { incoming.set(row.key, row); return; }
@@ -132,6 +273,7 @@ function upsert(app, live) {
   }
 }
 
+/** @param {App | undefined} app */
 function remove(app) {
   const key = keyOf((app && app.metadata && app.metadata.id) || {});
   if (incoming) { incoming.delete(key); return; }
@@ -148,6 +290,7 @@ function remove(app) {
 }
 
 /** Swaps in a completed snapshot, reusing the DOM rows of apps that are still there. */
+/** @param {Map<string, Row>} next */
 function replaceAll(next) {
   flashing.clear();
   dirty.clear();
@@ -164,6 +307,7 @@ function replaceAll(next) {
   need = { list: true, counts: true, options: true, status: true };
 }
 
+/** @param {Row} row */
 function flash(row) { flashing.set(row, performance.now()); row.flashed = true; dirty.add(row); }
 
 // ---- stream ---------------------------------------------------------------------------------
@@ -207,6 +351,7 @@ function connect() {
   };
 }
 
+/** @param {Frame} f */
 function onFrame(f) {
   if (f.start) return onStart(f.start);
   if (f.createEvent) upsert(f.createEvent.app, f.resume !== undefined);
@@ -219,6 +364,7 @@ function onFrame(f) {
   if (incoming) need.status = true;
 }
 
+/** @param {Start} s */
 function onStart(s) {
   need.status = true;
   setSandbox(s.sandbox === true);
@@ -237,6 +383,7 @@ function onStart(s) {
   }
 }
 
+/** @param {{ resume?: unknown }} s */
 function onSynced(s) {
   if (incoming) {
     replaceAll(incoming);
@@ -251,6 +398,7 @@ function onSynced(s) {
   need.status = true;
 }
 
+/** @param {boolean} opened @param {number} code @param {string} reason */
 function afterClose(opened, code, reason) {
   if (!opened) {
     // The handshake failed: find out whether a token is missing or wrong.
@@ -264,7 +412,9 @@ function afterClose(opened, code, reason) {
   retry(code === 1001 ? 250 : 0);
 }
 
+/** @type {number | ReturnType<typeof setTimeout>} */ // a number here; `deno check` sees Node's setTimeout too
 let retryTimer = 0;
+/** @param {number} [min] the least delay, ms */
 function retry(min) {
   clearTimeout(retryTimer);
   const base = Math.max(min || 0, Math.min(10000, 250 * Math.pow(2, attempt)));
@@ -338,16 +488,19 @@ function flush() {
   }
 }
 
+/** @returns {Filters} */
 function filters() {
   return { q: ui.search.value.trim().toLowerCase(), project: ui.project.value, domain: ui.domain.value, phase: ui.phase.value };
 }
 
+/** @param {Row} row @param {Filters} f */
 function matches(row, f) {
   return (!f.project || row.project === f.project) && (!f.domain || row.domain === f.domain) &&
     (!f.phase || row.phase === f.phase) && (!f.q || row.search.indexOf(f.q) >= 0);
 }
 
 let matchedCount = 0;
+/** @type {Record<SortKey, string>} */
 const SORT_CAPTION = { name: "sorted by org, project, domain and name", phase: "sorted by phase (failed and deploying first), then name", changed: "sorted by last change, latest first" };
 function renderList() {
   const f = filters();
@@ -366,7 +519,7 @@ function renderList() {
   }
   matchedCount = n;
   ui.caption.textContent = "Flyte apps, one row per app, " + SORT_CAPTION[by];
-  for (const th of ui.table.querySelectorAll("th[data-sort]")) {
+  for (const th of /** @type {NodeListOf<HTMLTableCellElement>} */ (ui.table.querySelectorAll("th[data-sort]"))) {
     if (th.dataset.sort === by) th.setAttribute("aria-sort", by === "changed" ? "descending" : "ascending");
     else th.removeAttribute("aria-sort");
   }
@@ -374,7 +527,8 @@ function renderList() {
   let cur = tb.firstChild;
   for (const row of shown) {
     if (!row.el) build(row); else if (row.dirty) patch(row);
-    if (cur === row.el) cur = cur.nextSibling; else tb.insertBefore(row.el, cur);
+    // row.el is built now (tsc keeps the narrowing to null across build()).
+    if (cur === row.el) cur = /** @type {ChildNode} */ (cur).nextSibling; else tb.insertBefore(/** @type {HTMLTableRowElement} */ (row.el), cur);
   }
   while (cur) { const next = cur.nextSibling; tb.removeChild(cur); cur = next; }
   ui.empty.hidden = n > 0 || incoming !== null || !everSynced;
@@ -387,6 +541,7 @@ function renderList() {
   need.status = true;
 }
 
+/** @param {HTMLTableRowElement} tr @param {string} cls @param {string} label */
 function cell(tr, cls, label) {
   const td = document.createElement("td");
   td.className = cls;
@@ -395,6 +550,7 @@ function cell(tr, cls, label) {
   return td;
 }
 
+/** @param {Row} row */
 function build(row) {
   const tr = document.createElement("tr");
   tr.dataset.key = row.key;
@@ -421,8 +577,9 @@ function build(row) {
   patch(row);
 }
 
+/** @param {Row} row a built one (`el` and `cells` set) */
 function patch(row) {
-  const c = row.cells;
+  const c = /** @type {Cells} */ (row.cells);
   row.dirty = false;
   const badgeClass = "badge p-" + row.phase;
   if (c.badge.className !== badgeClass) c.badge.className = badgeClass;
@@ -446,12 +603,13 @@ function patch(row) {
   setTime(c.changed, row.changed, row.changed ? when(row.changed) : "—");
   if (row.flashed) {
     row.flashed = false;
-    const a = row.el.classList.contains("flash-a");
-    row.el.classList.remove(a ? "flash-a" : "flash-b");
-    row.el.classList.add(a ? "flash-b" : "flash-a");
+    const a = /** @type {HTMLTableRowElement} */ (row.el).classList.contains("flash-a");
+    /** @type {HTMLTableRowElement} */ (row.el).classList.remove(a ? "flash-a" : "flash-b");
+    /** @type {HTMLTableRowElement} */ (row.el).classList.add(a ? "flash-b" : "flash-a");
   }
 }
 
+/** @param {HTMLTimeElement} el @param {string} iso @param {string} text */
 function setTime(el, iso, text) {
   if (el.textContent !== text) el.textContent = text;
   if (iso && el.dateTime !== iso) { el.dateTime = iso; el.title = new Date(iso).toLocaleString(); }
@@ -469,11 +627,13 @@ function sweepFlashes() {
 }
 
 function renderCounts() {
+  /** @type {Map<string, number>} */
   const counts = new Map();
   for (const row of apps.values()) counts.set(row.phase, (counts.get(row.phase) || 0) + 1);
   const phases = PHASE_ORDER.filter((p) => counts.has(p));
   const active = ui.phase.value;
-  const items = [["", "All", apps.size]].concat(phases.map((p) => [p, p, counts.get(p)]));
+  /** @typedef {[value: string, label: string, n: number]} Item */
+  const items = [/** @type {Item} */ (["", "All", apps.size])].concat(phases.map((p) => /** @type {Item} */ ([p, p, counts.get(p)])));
   const frag = document.createDocumentFragment();
   for (const [value, label, n] of items) {
     const li = document.createElement("li");
@@ -505,6 +665,7 @@ function renderOptions() {
   setOptions(ui.domain, Array.from(domains).sort(), "All domains");
 }
 
+/** @param {HTMLSelectElement} select @param {string[]} values @param {string} allLabel */
 function setOptions(select, values, allLabel) {
   const current = select.value;
   if (current && values.indexOf(current) < 0) values.push(current); // keep a chosen value that has gone
@@ -530,6 +691,7 @@ function renderStatus() {
     : (rendered < matchedCount ? "Showing " + rendered + " of " + matchedCount + " matching apps (" + apps.size + " in all)" : matchedCount + " of " + apps.size + " apps match");
 }
 
+/** @param {string} state @param {string} text */
 function setConn(state, text) {
   ui.conn.dataset.state = state;
   if (ui.connText.textContent !== text) ui.connText.textContent = text;
@@ -547,6 +709,7 @@ function renderStale() {
   }
 }
 
+/** @param {boolean} on */
 function setSandbox(on) {
   if (on) sandbox = true; // once the server says so, the page keeps saying so
   ui.whereSandbox.hidden = !sandbox;
@@ -559,7 +722,7 @@ function setSandbox(on) {
 function loadInfo() {
   fetch(new URL("v1/info", location.href), { headers: token ? { authorization: "Bearer " + token } : {} })
     .then((r) => (r.ok ? r.json() : {}), () => null) // an older server without v1/info: "unknown"
-    .then((info) => {
+    .then((/** @type {Info | null} */ info) => {
       if (!info || typeof info !== "object") return;
       const c = info.cluster || {};
       ui.whereCluster.textContent = c.host ? String(c.host) : "unknown";
@@ -569,6 +732,7 @@ function loadInfo() {
     }, () => {});
 }
 
+/** @param {string} text */
 function setNotice(text) {
   ui.noticeText.textContent = text;
   ui.notice.hidden = false;
@@ -576,6 +740,7 @@ function setNotice(text) {
 ui.noticeClose.addEventListener("click", () => { ui.notice.hidden = true; });
 
 // ---- times ----------------------------------------------------------------------------------
+/** @param {string} iso */
 function age(iso) {
   if (!iso) return "—";
   const s = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
@@ -585,7 +750,9 @@ function age(iso) {
   if (s < 86400) return Math.floor(s / 3600) + "h";
   return Math.floor(s / 86400) + "d";
 }
+/** @param {Date} d */
 function clock(d) { return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" }); }
+/** @param {string} iso */
 function when(iso) {
   const d = new Date(iso);
   if (isNaN(d.getTime())) return "—";
@@ -593,9 +760,9 @@ function when(iso) {
 }
 // Ages and "today" change with time: refresh the rendered rows' times every 10 s.
 setInterval(() => {
-  for (const tr of ui.rows.children) {
-    const row = apps.get(tr.dataset.key);
-    if (row) { setTime(row.cells.age, row.created, age(row.created)); setTime(row.cells.changed, row.changed, row.changed ? when(row.changed) : "—"); }
+  for (const tr of /** @type {HTMLCollectionOf<HTMLTableRowElement>} */ (ui.rows.children)) {
+    const row = apps.get(/** @type {string} */ (tr.dataset.key));
+    if (row) { setTime(/** @type {Cells} */ (row.cells).age, row.created, age(row.created)); setTime(/** @type {Cells} */ (row.cells).changed, row.changed, row.changed ? when(row.changed) : "—"); }
   }
 }, 10000);
 
@@ -609,9 +776,9 @@ ui.sort.addEventListener("change", refilter);
 ui.filters.addEventListener("submit", (e) => e.preventDefault());
 ui.filters.addEventListener("reset", () => setTimeout(refilter, 0));
 ui.counts.addEventListener("click", (e) => {
-  const b = e.target.closest("button[data-phase]");
+  const b = /** @type {HTMLButtonElement | null} */ (/** @type {Element} */ (e.target).closest("button[data-phase]"));
   if (!b) return;
-  ui.phase.value = ui.phase.value === b.dataset.phase ? "" : b.dataset.phase;
+  ui.phase.value = ui.phase.value === b.dataset.phase ? "" : /** @type {string} */ (b.dataset.phase);
   refilter();
 });
 ui.more.addEventListener("click", () => { limit += PAGE; need.list = true; schedule(); });

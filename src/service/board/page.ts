@@ -2,7 +2,7 @@
  * The live app board's page shell (docs/board.md): the HTML page and its
  * stylesheet, as string constants so they ship inside the module graph on
  * Deno, Bun, Node and workerd and under `deno publish` (no file reads, no
- * build step). The page's script is ./client.js, embedded as
+ * build step). The page's script is ./client.js (typed JSDoc), embedded as
  * ./client.gen.ts; ./route.ts serves all three.
  *
  * Written without backticks or `${`, so `String.raw` keeps it byte-exact.
