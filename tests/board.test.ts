@@ -85,6 +85,17 @@ describe("the board's message rule over Flyte's golden apps", () => {
   });
 });
 
+describe("the board's script module", () => {
+  test("client.gen.ts is client.js byte for byte, as scripts/gen-board.mjs writes it", async () => {
+    // @ts-ignore: a plain .mjs script without type declarations
+    const { render, SOURCE, TARGET } = await import("../scripts/gen-board.mjs");
+    const source = await readFile(SOURCE, "utf8");
+    assert.ok(source.startsWith("// @ts-check\n"), "client.js is type-checked (tsconfig.board.json)");
+    assert.equal(BOARD_JS, source, "the served script is not client.js: run `node scripts/gen-board.mjs`");
+    assert.equal(await readFile(TARGET, "utf8"), render(source), "client.gen.ts is stale: run `node scripts/gen-board.mjs`");
+  });
+});
+
 /** The text of every rendered row's app key, in order. */
 function rowKeys(page: Page): Promise<string[]> {
   return page.$$eval("#rows tr", (trs: HTMLElement[]) => trs.map((tr) => tr.dataset.key ?? ""));
