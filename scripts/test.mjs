@@ -37,6 +37,10 @@ const bunTest = (list) => ({ cmd: "npx", args: ["bun", "test", "--timeout", "300
 const steps = {
   typecheck: [
     { cmd: "npx", args: ["tsc", "--noEmit", "-p", "tsconfig.json"] },
+    // The board's browser script (src/service/board/client.js, JSDoc types) against the DOM only,
+    // and its embedding (client.gen.ts) current.
+    { cmd: "npx", args: ["tsc", "--noEmit", "-p", "tsconfig.board.json"] },
+    { cmd: "node", args: ["scripts/gen-board.mjs", "--check"] },
     { cmd: "npx", args: ["deno", "check", "mod.ts", "src/", "tests/", "bench/", "scripts/cluster.ts"] },
   ],
   node: [nodeTest(files)],

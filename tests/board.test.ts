@@ -19,7 +19,7 @@ import { seedDemo } from "../src/sandbox/demo.ts";
 import { startSandboxCluster } from "../src/sandbox/cluster.ts";
 import { connectCluster, type RunningService, startService } from "../src/service/server.ts";
 import { BOARD_ASSETS, BOARD_CSP } from "../src/service/board/route.ts";
-import { BOARD_JS } from "../src/service/board/page.ts";
+import { BOARD_JS } from "../src/service/board/client.gen.ts";
 import { type Browser, browserSkip, collectErrors, CONNECTION_NOISE, launchChromium, type Page } from "./helpers/browser.ts";
 import { freePort, startRestartableSandbox, writeKubeconfig } from "./helpers/restartable-sandbox.ts";
 import { http, ksvc, ksvcName, startTestService, testSettings, type TestService, within } from "./helpers/service.ts";
@@ -82,6 +82,17 @@ describe("the board's message rule over Flyte's golden apps", () => {
     assert.equal(decidingMessage([c("ACTIVE", "Routes are ready")], "ACTIVE"), "Routes are ready");
     assert.equal(decidingMessage([c("PENDING")], "PENDING"), "");
     assert.equal(decidingMessage([], "UNSPECIFIED"), "");
+  });
+});
+
+describe("the board's script module", () => {
+  test("client.gen.ts is client.js byte for byte, as scripts/gen-board.mjs writes it", async () => {
+    // @ts-ignore: a plain .mjs script without type declarations
+    const { render, SOURCE, TARGET } = await import("../scripts/gen-board.mjs");
+    const source = await readFile(SOURCE, "utf8");
+    assert.ok(source.startsWith("// @ts-check\n"), "client.js is type-checked (tsconfig.board.json)");
+    assert.equal(BOARD_JS, source, "the served script is not client.js: run `node scripts/gen-board.mjs`");
+    assert.equal(await readFile(TARGET, "utf8"), render(source), "client.gen.ts is stale: run `node scripts/gen-board.mjs`");
   });
 });
 

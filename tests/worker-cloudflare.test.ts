@@ -13,6 +13,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type RunningSandbox, seedDemo, startSandbox } from "../src/sandbox/mod.ts";
+import { BOARD_JS } from "../src/service/board/client.gen.ts";
 import { appEvents, eventually, http, type Json, ksvc, statusWithMessage, within, WsClient } from "./helpers/service.ts";
 
 const TOKEN = "cf-test-kube-token";
@@ -178,6 +179,18 @@ describe("Cloudflare Worker + Durable Object on workerd (miniflare)", () => {
     const metrics = await http(new URL("/metrics", base).href);
     assert.equal(metrics.status, 200);
     assert.match(metrics.text, /appwatch_build_info\{[^}]*runtime="workerd"/);
+  });
+
+  test("the board through the Worker: the page and its script, src/service/board/client.js as is", async () => {
+    const page = await http(new URL("/", base).href);
+    assert.equal(page.status, 200);
+    assert.match(page.text, /^<!doctype html>/i);
+    const src = /<script type="module" src="([^"]+)"/.exec(page.text)?.[1];
+    assert.ok(src, "the page names its script");
+    const script = await http(new URL(src, base).href);
+    assert.equal(script.status, 200);
+    assert.match(script.headers.get("content-type") ?? "", /^text\/javascript/);
+    assert.equal(script.text, BOARD_JS);
   });
 
   test("SSE through the Worker: the snapshot ends with synced", async () => {

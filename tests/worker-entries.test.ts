@@ -17,6 +17,7 @@ import { dirname, join, resolve } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { type RunningSandbox, startSandbox } from "../src/sandbox/mod.ts";
+import { BOARD_JS } from "../src/service/board/client.gen.ts";
 import { waitFor } from "./helpers/run.ts";
 
 // deno-lint-ignore no-explicit-any
@@ -236,7 +237,11 @@ current-context: c
         const board = await fetch(`${url}/`);
         assert.equal(board.status, 200);
         assert.match(board.headers.get("content-type") ?? "", /^text\/html/);
-        assert.match(await board.text(), /^<!doctype html>/i);
+        const html = await board.text();
+        assert.match(html, /^<!doctype html>/i);
+        const script = await fetch(new URL(/<script type="module" src="([^"]+)"/.exec(html)?.[1] ?? "board/app.js", `${url}/`));
+        assert.equal(script.status, 200);
+        assert.equal(await script.text(), BOARD_JS, "the page's script is src/service/board/client.js as is");
 
         if (entry.runtime === "bun") await quietPastBunIdleTimeout(sandbox.url, ws, sse);
 

@@ -1,16 +1,19 @@
 /**
  * Serves the live app board (docs/board.md): `GET /` (the page),
  * `GET /board/app.js` and `GET /board/app.css`. The assets are string
- * constants (./page.ts); each has a content hash used as its ETag and in the
- * page's asset URLs (`?v=<hash>`), so a versioned asset is cached for a year
- * and the page itself is always revalidated (`no-cache` + ETag → 304).
+ * constants, so no runtime reads a file: the HTML and CSS from ./page.ts,
+ * the script (./client.js) from ./client.gen.ts. Each has a content hash
+ * used as its ETag and in the page's asset URLs (`?v=<hash>`), so a
+ * versioned asset is cached for a year and the page itself is always
+ * revalidated (`no-cache` + ETag → 304).
  * Every response carries a strict Content-Security-Policy: only the page's
  * own script and stylesheet, and connections to its own origin (which
  * includes ws:/wss: to the same host under CSP Level 3).
  * @module
  */
 import type { Context, Hono } from "hono";
-import { BOARD_CSS, BOARD_HTML_TEMPLATE, BOARD_JS } from "./page.ts";
+import { BOARD_JS } from "./client.gen.ts";
+import { BOARD_CSS, BOARD_HTML_TEMPLATE } from "./page.ts";
 
 /** FNV-1a (32-bit) of a string's UTF-16 code units, as 8 hex digits: enough to tell versions apart. */
 export function contentHash(text: string): string {
