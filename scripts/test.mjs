@@ -41,7 +41,8 @@ const steps = {
     // and its embedding (client.gen.ts) current.
     { cmd: "npx", args: ["tsc", "--noEmit", "-p", "tsconfig.board.json"] },
     { cmd: "node", args: ["scripts/gen-board.mjs", "--check"] },
-    { cmd: "npx", args: ["deno", "check", "mod.ts", "src/", "tests/", "bench/", "scripts/cluster.ts"] },
+    // --doc: every code block in JSDoc (the @example tags, mod.ts's front page) type-checks too.
+    { cmd: "npx", args: ["deno", "check", "--doc", "mod.ts", "src/", "tests/", "bench/", "scripts/cluster.ts"] },
   ],
   node: [nodeTest(files)],
   deno: [denoTest(files)],

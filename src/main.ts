@@ -11,21 +11,26 @@
 import process from "node:process";
 import { runCli } from "./cli.ts";
 
-const controller = new AbortController();
-let firstSignalAt = 0;
-for (const sig of ["SIGINT", "SIGTERM"] as const) {
-  process.on(sig, () => {
-    if (controller.signal.aborted) {
-      if (Date.now() - firstSignalAt > 1000) process.exit(130); // a deliberate second Ctrl-C: leave now
-      return;
-    }
-    firstSignalAt = Date.now();
-    controller.abort();
-  });
+/** Aborted by the first SIGINT/SIGTERM; a second one more than a second later exits at once. */
+function stopSignal(): AbortSignal {
+  const controller = new AbortController();
+  let firstSignalAt = 0;
+  for (const sig of ["SIGINT", "SIGTERM"] as const) {
+    process.on(sig, () => {
+      if (controller.signal.aborted) {
+        if (Date.now() - firstSignalAt > 1000) process.exit(130); // a deliberate second Ctrl-C: leave now
+        return;
+      }
+      firstSignalAt = Date.now();
+      controller.abort();
+    });
+  }
+  return controller.signal;
 }
+
 const code = await runCli(process.argv.slice(2), {
   stdout: (line) => console.log(line),
   stderr: (line) => console.error(line),
-  signal: controller.signal,
+  signal: stopSignal(),
 });
 process.exit(code);

@@ -262,7 +262,7 @@ function deepFreeze<T>(value: T): T {
  *   kind: "Service",
  *   metadata: { name: "web", namespace: "flytesnacks-development", annotations: { "flyte.org/app-id": "flytesnacks/development/web" } },
  * });
- * app.metadata.id; // { org: "flyte", project: "flytesnacks", domain: "development", name: "web" }
+ * app.metadata?.id; // { org: "flyte", project: "flytesnacks", domain: "development", name: "web" }
  * ```
  */
 export class AppConverter {

@@ -155,6 +155,8 @@ const DONE = -2;
  * reentrant, which JavaScript never is within one call).
  *
  * ```ts
+ * const lineBytes = new TextEncoder().encode('{"type":"ADDED","object":{"metadata":{"name":"a"},"spec":{}}}');
+ * const pageBytes = new TextEncoder().encode('{"items":[{"metadata":{"name":"a"},"spec":{}}]}');
  * const pruner = new JsonPruner([["object", "metadata", "managedFields"], ["object", "spec"]]);
  * const smaller = pruner.prune(lineBytes); // the same Uint8Array when nothing was removed
  * const pages = new JsonPruner([["items", "*", "metadata", "managedFields"], ["items", "*", "spec"]]);
