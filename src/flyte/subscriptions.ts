@@ -16,6 +16,7 @@
 import type { Logger } from "../log.ts";
 import { silentLogger } from "../log.ts";
 import type { App, Identifier, WatchResponse } from "./model.ts";
+import { Wakeup } from "../watch/wakeup.ts";
 import type { AppChange, ResumeFailure } from "./journal.ts";
 
 /** What to do with a subscriber whose buffer is full. */
@@ -134,7 +135,7 @@ export class Subscription implements AsyncIterable<WatchResponse> {
   #markerAfterNet: Marker | undefined;
   /** Token of the last position the consumer has been brought up to. */
   #delivered: string | undefined;
-  #waiter: (() => void) | undefined;
+  readonly #wakeup = new Wakeup();
   #receiver: Receiver | undefined;
   /** The receiver was told it stalled and has not drained since. */
   #stalled = false;
@@ -315,7 +316,7 @@ export class Subscription implements AsyncIterable<WatchResponse> {
         }
         if (this.#error) throw this.#error;
         if (this.#closed) return;
-        await new Promise<void>((resolve) => (this.#waiter = resolve));
+        await this.#wakeup.wait();
       }
     } finally {
       this.close();
@@ -421,8 +422,6 @@ export class Subscription implements AsyncIterable<WatchResponse> {
   }
 
   #wake(): void {
-    const w = this.#waiter;
-    this.#waiter = undefined;
-    w?.();
+    this.#wakeup.wake();
   }
 }

@@ -7,6 +7,7 @@
  * grow with every event of the busy ones.
  * @module
  */
+import { Wakeup } from "./wakeup.ts";
 
 /** Starts one source; it must stop soon after `signal` aborts. */
 export type MuxSource<T> = (signal: AbortSignal) => AsyncIterator<T, unknown, undefined>;
@@ -36,12 +37,8 @@ export async function* mux<T>(sources: readonly MuxSource<T>[], signal?: AbortSi
   const ready: MuxItem<T>[] = [];
   let failure: { error: unknown } | undefined;
   let live = 0;
-  let wake: (() => void) | undefined;
-  const notify = () => {
-    const w = wake;
-    wake = undefined;
-    w?.();
-  };
+  const wakeup = new Wakeup();
+  const notify = () => wakeup.wake();
   const pump = (index: number) => {
     iterators[index]!.next().then(
       (r) => {
@@ -71,7 +68,7 @@ export async function* mux<T>(sources: readonly MuxSource<T>[], signal?: AbortSi
       }
       if (failure) throw failure.error;
       if (live === 0 || ac.signal.aborted) return;
-      await new Promise<void>((resolve) => (wake = resolve));
+      await wakeup.wait();
     }
   } finally {
     signal?.removeEventListener("abort", onAbort);

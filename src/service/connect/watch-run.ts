@@ -10,6 +10,7 @@ import type { WatchResponse } from "../../flyte/model.ts";
 import type { Logger } from "../../log.ts";
 import type { SessionItem } from "../frames.ts";
 import type { StreamEnd, StreamSink } from "../session.ts";
+import { Wakeup } from "../../watch/wakeup.ts";
 import { errorText } from "./requests.ts";
 
 /** Where a handed-off Watch writes its pre-encoded frames (watch-body.ts). */
@@ -38,7 +39,7 @@ export class ConnectSink implements StreamSink {
   /** The item the generator has not taken yet. */
   #next: SessionItem | undefined;
   /** The generator waits for an item, or the session for the item to be taken: one at a time. */
-  #wake: (() => void) | undefined;
+  readonly #wakeup = new Wakeup();
   #done = false;
   #body: WatchBody | undefined;
   #watch: WatchRun | undefined;
@@ -68,7 +69,7 @@ export class ConnectSink implements StreamSink {
     if (this.#body) return this.#body.pulled(signal);
     return new Promise((resolve) => {
       if (!this.full() || signal.aborted || this.#done) return resolve();
-      this.#wake = resolve;
+      void this.#wakeup.wait().then(resolve);
       signal.addEventListener("abort", () => resolve(), { once: true });
     });
   }
@@ -93,9 +94,7 @@ export class ConnectSink implements StreamSink {
     this.#body?.finish();
   }
   #notify(): void {
-    const w = this.#wake;
-    this.#wake = undefined;
-    w?.();
+    this.#wakeup.wake();
   }
   /** The items for connect-es's generator, one at a time; ends with the session or at a handoff. */
   async *items(): AsyncGenerator<SessionItem> {
@@ -108,7 +107,7 @@ export class ConnectSink implements StreamSink {
         continue;
       }
       if (this.#done || this.#body) return;
-      await new Promise<void>((resolve) => (this.#wake = resolve));
+      await this.#wakeup.wait();
     }
   }
 }
