@@ -34,7 +34,7 @@ import { writeFileSync, mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { convertibleObjects } from "../lib/fixtures.ts";
-import { writeB4 } from "../fanout/report.ts";
+import { writeB4 } from "./report.ts";
 import { kserviceToApp } from "../../src/flyte/convert.ts";
 import { type AppsConfig, DEFAULT_APPS_CONFIG } from "../../src/flyte/model.ts";
 import type { KubeObject } from "../../src/watch/types.ts";
