@@ -7,7 +7,7 @@ import { seededRandom } from "../src/prng.ts";
 import { kserviceToApp } from "../src/flyte/convert.ts";
 import { DEFAULT_APPS_CONFIG } from "../src/flyte/model.ts";
 import type { KubeObject } from "../src/watch/types.ts";
-import { generateEvents } from "../bench/data.ts";
+import { generateEvents } from "../bench/lib/data.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();

@@ -14,7 +14,7 @@
  */
 import process from "node:process";
 import { JsonPruner, listPathsOf, type PrunePaths } from "../../src/watch/prune.ts";
-import { generateEvents } from "../data.ts";
+import { generateEvents } from "../lib/data.ts";
 import { WasmJsonPruner, WasmWalkPruner } from "./pruner.ts";
 import { ScanWasm } from "./wasm.ts";
 

@@ -4,12 +4,14 @@
  * `setInterval` per connection.
  *
  * A {@link Ticker} spreads its callbacks over `slots` groups (each new callback
- * goes to the least-filled group) and its single interval runs one group every
+ * goes to the least-filled group) and its one timer (a timeout re-armed after every tick) runs one group every
  * `periodMs / slots` (slots of ≥ 250 ms, at most 64): every callback still runs
  * once per `periodMs`, but a tick for 5,000 connections touches only ~1/slots of
  * them (≈ 80 at the default 15 s heartbeat), so one tick doesn't hold the thread
- * for long (measured with `bench/fanout-tick.ts`: all 5,000 heartbeats in one
- * tick took 66–132 ms; 500 per tick 8–33 ms). The interval exists only while the ticker has callbacks
+ * for long (measured with `bench/fanout/tick.ts`, 5,000 idle subscribers, see
+ * bench/results/B3.md: all 5,000 heartbeats in one tick held the thread 67–132 ms
+ * across Bun, Deno and Node; at the default 15 s heartbeat, 84 per tick, the longest
+ * tick was 4.4–9.3 ms). The timer exists only while the ticker has callbacks
  * (so nothing keeps running after the last connection closes) and is unref'd
  * where the runtime allows it (open connections keep the process alive anyway). Time comes from a
  * {@link Clock}, so tests drive it on a virtual one. Each owner (the stream sessions, a runtime

@@ -1,6 +1,6 @@
 /**
  * Headless Chromium for the board test and benchmark (tests/board.test.ts,
- * bench/board.ts): Debian's `chromium` driven by `playwright-core` (Node
+ * bench/board/board.ts): Debian's `chromium` driven by `playwright-core` (Node
  * only). `browserSkip()` says why the browser test cannot run here; in CI
  * (`CI=true`) a missing Chromium is a failure, not a skip.
  */

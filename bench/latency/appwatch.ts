@@ -1,0 +1,75 @@
+/**
+ * B6 contender: appwatch itself, as `appwatch serve` runs it — `startService` (kubeconfig → watch →
+ * Hono app → this runtime's adapter) with the settings of B3, watching one namespace of the
+ * source the kubeconfig points at. It serves all three transports at once (`/v1/watch` WebSocket
+ * and SSE, Connect `AppService/Watch`); `bench/latency/latency.ts` measures them one after the other.
+ *
+ *   node --import tsx bench/latency/appwatch.ts <kubeconfig> <namespace>
+ *   deno run -A bench/latency/appwatch.ts <kubeconfig> <namespace>
+ *   bun bench/latency/appwatch.ts <kubeconfig> <namespace>
+ *
+ * stdout: one line `{"ready":{"url":"http://…","pid":…,"version":…,"apps":n}}` once it has synced
+ * and its initial Revision lookups are done; it exits when its stdin closes (its parent went away)
+ * or on SIGTERM. stdin `{"probe":{}}` → `{"probe":{n,p50,p99}}`: the watch path alone (API-server
+ * write → decode → convert → AppK8sClient publish, as B3's probe), from an in-process all-apps
+ * subscription, since the previous probe.
+ * @module
+ */
+import process from "node:process";
+import { createInterface } from "node:readline";
+import { connectCluster, startService } from "../../src/service/server.ts";
+import { DEFAULT_SETTINGS } from "../../src/service/config.ts";
+import { createLogger } from "../../src/log.ts";
+import { runtimeVersion } from "../lib/bare-common.ts";
+
+const [kubeconfig, namespace] = process.argv.slice(2).filter((a) => !a.startsWith("-"));
+if (!kubeconfig || !namespace) throw new Error("usage: latency/appwatch.ts <kubeconfig> <namespace>");
+
+const service = await startService({
+  ...DEFAULT_SETTINGS,
+  port: 0,
+  host: "127.0.0.1",
+  baseDomain: "apps.example.com",
+  scheme: "https",
+  maxConnectionsPerClient: 1_000_000,
+  shutdownTimeoutSeconds: 2,
+}, { logger: createLogger({ level: "warn", sink: (l) => process.stderr.write(l + "\n") }), cluster: await connectCluster({ kubeconfig, namespaces: [namespace] }) });
+await service.watching;
+// The initial conversions look up every app's Revision (404 here) in the background: let them finish.
+const synced = service.apps.metrics.events.create;
+for (let i = 0; i < 600 && service.apps.metrics.revisionRequests < synced; i++) await new Promise((r) => setTimeout(r, 50));
+await new Promise((r) => setTimeout(r, 500));
+
+// The watch-path probe: one in-process all-apps subscription (no transport).
+let probe: number[] = [];
+const probeSub = service.apps.subscribe("");
+void (async () => {
+  for await (const e of probeSub) {
+    const app = "updateEvent" in e ? e.updateEvent.updatedApp : undefined;
+    const msg = app?.status?.conditions?.find((c) => c.message?.startsWith("bench t="))?.message;
+    if (msg) probe.push(performance.timeOrigin + performance.now() - Number(msg.slice(8, msg.indexOf(" ", 8))) / 1000);
+  }
+})();
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]! : null;
+};
+createInterface({ input: process.stdin }).on("line", (line) => {
+  if (!line.includes("probe")) return;
+  process.stdout.write(JSON.stringify({ probe: { n: probe.length, p50: pct(probe, 50), p99: pct(probe, 99) } }) + "\n");
+  probe = [];
+});
+
+let stopping = false;
+const stop = async () => {
+  if (stopping) return;
+  stopping = true;
+  setTimeout(() => process.exit(0), 3000);
+  await service.stop().catch(() => undefined);
+  process.exit(0);
+};
+process.on("SIGTERM", () => void stop());
+process.stdin.on("end", () => void stop());
+process.stdin.on("close", () => void stop());
+process.stdin.resume();
+process.stdout.write(JSON.stringify({ ready: { url: service.url, pid: process.pid, version: runtimeVersion(), apps: synced } }) + "\n");
