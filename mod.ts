@@ -44,7 +44,7 @@ export {
   loadClusterConfig,
   type LoadClusterConfigOptions,
   type TlsConfig,
-} from "./src/kube/config.ts";
+} from "./src/kube/cluster-config.ts";
 export { createCredentials, type CredentialsOptions, type KubeCredentials } from "./src/kube/credentials.ts";
 export { createTransport, type Transport, UnsupportedTlsError } from "./src/kube/transport.ts";
 export {

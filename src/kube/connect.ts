@@ -8,7 +8,7 @@
  * @module
  */
 import { type FetchLike, KubeClient } from "./client.ts";
-import { type ClusterConfig, loadClusterConfig, type LoadClusterConfigOptions, type TlsConfig } from "./config.ts";
+import { type ClusterConfig, loadClusterConfig, type LoadClusterConfigOptions, type TlsConfig } from "./cluster-config.ts";
 import { type ClientCertificate, createCredentials, type CredentialsOptions } from "./credentials.ts";
 import { createTransport, type Transport } from "./transport.ts";
 import type { Logger } from "../log.ts";

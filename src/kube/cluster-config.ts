@@ -7,7 +7,9 @@
  * 4. else the in-cluster service account (`KUBERNETES_SERVICE_HOST`/`_PORT`).
  *
  * The result, {@link ClusterConfig}, holds PEM text and an auth description;
- * `credentials.ts` and `transport.ts` turn it into a working client.
+ * `credentials.ts` and `transport.ts` turn it into a working client. This module does the I/O
+ * (files, environment, the service-account directory); the kubeconfig format itself (schemas,
+ * merging, context selection) is `kubeconfig.ts`.
  * @module
  */
 import { readFile as fsReadFile } from "node:fs/promises";
