@@ -1,5 +1,5 @@
 /**
- * The one settings table (src/service/settings.ts): every subcommand's flags,
+ * The one settings table (src/service/settings/table.ts): every subcommand's flags,
  * environment variables, file keys, defaults and `--help` come from it, so
  * `serve`, `watch` and `events` read a shared setting the same way
  * (defaults < file < environment < flags) and name the key and the source the
@@ -9,8 +9,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { EVENTS_HELP, parseCli, SERVE_HELP, UsageError, WATCH_HELP } from "../src/cli.ts";
 import { parseWatchArgs } from "../src/client/options.ts";
-import { DEFAULT_SETTINGS, loadCommand } from "../src/service/config.ts";
-import { type Command, type SettingDef, SETTINGS } from "../src/service/settings.ts";
+import { type Command, DEFAULT_SETTINGS, loadCommand, type SettingDef, SETTINGS } from "../src/service/settings/mod.ts";
 
 const HELP: Record<Command, string> = { serve: SERVE_HELP, watch: WATCH_HELP, events: EVENTS_HELP };
 const COMMANDS = ["serve", "watch", "events"] as const;

@@ -13,7 +13,7 @@ import { adapterOptions, type ClusterSource, compose } from "../worker/compose.t
 import type { AppwatchApp } from "./app.ts";
 import { type ListeningServer, loadAdapter } from "./adapters/types.ts";
 import { exposureWarning } from "./exposure.ts";
-import type { ServiceSettings } from "./settings.ts";
+import type { ServiceSettings } from "./settings/mod.ts";
 
 /** The settings `startService` needs, derived from the settings table (`settings.ts`; `config.ts` reads them). */
 export type { ServiceSettings };

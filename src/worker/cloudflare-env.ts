@@ -1,14 +1,14 @@
 /**
  * The Cloudflare Worker's configuration: its `vars` and secrets. The service's settings are the
  * same `APPWATCH_*` variables as everywhere, read and checked by the one environment reader
- * (`settings-env.ts`, docs/operations.md); only the API server's URL and token are the Worker's
+ * (`src/service/settings/env.ts`, docs/operations.md); only the API server's URL and token are the Worker's
  * own, since `serve` finds them in a kubeconfig instead. Settings with no meaning here (the
  * listen address, gRPC, the sandbox, kubeconfig) are read but unused.
  * @module
  */
 import * as v from "valibot";
-import { settingsFromEnv as serviceSettingsFromEnv } from "../service/settings-env.ts";
-import type { ServiceSettings, SettingsOf } from "../service/settings.ts";
+import { settingsFromEnv as serviceSettingsFromEnv } from "../service/settings/env.ts";
+import type { ServiceSettings, SettingsOf } from "../service/settings/table.ts";
 
 const ClusterSchema = v.object({
   /** The Kubernetes API server, e.g. `https://k8s.example.com:6443` (a publicly trusted certificate: see docs/edge-cloudflare.md). */

@@ -16,7 +16,7 @@ import type { Logger } from "../log.ts";
 import type { AdapterOptions, FetchHandler } from "../service/adapters/types.ts";
 import { type AppwatchApp, CLOSE, createApp } from "../service/app.ts";
 import type { AppRuntime } from "../service/transports.ts";
-import type { ServiceSettings } from "../service/settings.ts";
+import type { ServiceSettings } from "../service/settings/table.ts";
 import { runtimeVersion, type RuntimeName } from "../runtime.ts";
 import { Backoff, sleep } from "../watch/backoff.ts";
 import { VERSION } from "../version.ts";

@@ -1,24 +1,20 @@
 /**
- * Every setting of the `appwatch` command line, declared once: {@link SETTINGS}
- * gives each one its key, type and limits, default, flag, environment
- * variable, config-file key, help line and the subcommands that read it.
- * Everything else is derived from it: the TypeScript types
- * ({@link SettingsOf}, {@link ServiceSettings}), the valibot schemas, the
- * defaults, the flag parser, the environment and file readers and `--help`
- * (`config.ts`).
+ * Every setting of appwatch, declared once: {@link SETTINGS} gives each one its key, type and
+ * limits, default, flag, environment variable, config-file key, help line and the subcommands
+ * that read it. Everything else is derived from it, by the other files of this folder: the
+ * TypeScript types (below: {@link SettingsOf}, {@link ServiceSettings}), the valibot schemas
+ * (`schemas.ts`), the environment reader (`env.ts`), the config-file reader (`file.ts`), the
+ * flag parser (`flags.ts`), the layering (`load.ts`) and `--help` (`help.ts`).
  *
- * The table is plain data (`as const`) so its types can be derived and still
- * be explicit enough for JSR's no-slow-types rule; the schemas are built from
- * it by {@link valueSchema}.
+ * The table is plain data (`as const`) so its types can be derived and still be explicit enough
+ * for JSR's no-slow-types rule. No imports: every layer may read it.
  * @module
  */
-import * as v from "valibot";
-import { Name } from "./schemas.ts";
 
 /** The subcommands that read settings. */
 export type Command = "serve" | "watch" | "events";
 
-/** What a setting's value is; each maps to one valibot schema ({@link valueSchema}) and one TypeScript type. */
+/** What a setting's value is; each maps to one valibot schema (`valueSchema` in `schemas.ts`) and one TypeScript type. */
 export type SettingType =
   | "int"
   | "seconds"
@@ -222,140 +218,32 @@ export type SettingsOf<C extends Command> = Simplify<
  * shares with `events` (the cluster, the sandbox, the log level) are the CLI's.
  */
 export type ServiceSettings = Simplify<Omit<SettingsOf<"serve">, KeyOf<"events"> | KeyOf<"watch">>>;
+/** Everything `appwatch serve` runs with: the service's settings, the cluster's and the log level. */
+export type AppwatchSettings = SettingsOf<"serve">;
+/** A setting's key in the config file (camelCase, as in Flyte's `internalApps`). */
+export type FileKey = InputKeyOf<"serve">;
+/** A key of {@link AppwatchSettings}. */
+export type SettingKey = KeyOf<"serve">;
 
 // ---------------------------------------------------------------------------------------------
-// Rows and schemas.
+// Rows.
 
 /** The rows `command` reads (in table order), including those with `into`. */
 export function rowsOf(command: Command): readonly SettingDef[] {
   return SETTINGS.filter((s) => (s.commands as readonly Command[]).includes(command));
 }
 
-/** How a string from the environment or a flag becomes a value to validate. */
-export type StringKind = "number" | "bool" | "list" | "string";
-
-/** The {@link StringKind} of a row. */
-export function stringKind(row: SettingDef): StringKind {
-  switch (row.type) {
-    case "int":
-    case "seconds":
-      return "number";
-    case "bool":
-      return "bool";
-    case "namespaces":
-    case "tokens":
-    case "origins":
-      return "list";
-    default:
-      return "string";
-  }
+/** Whether a command reads the config file: when any of its settings has a file key. */
+export function readsFile(command: Command): boolean {
+  return rowsOf(command).some((r) => r.file);
 }
 
-// Messages are phrased to follow "<source>: ".
-const int = (min: number, max: number, what = `an integer from ${min} to ${max}`) =>
-  v.pipe(v.number(`must be ${what}`), v.integer(`must be ${what}`), v.minValue(min, `must be ${what}`), v.maxValue(max, `must be ${what}`));
-function seconds(min: number, max: number | undefined): v.GenericSchema<number, number> {
-  if (max === undefined) {
-    const atLeast = `must be at least ${min} second${min === 1 ? "" : "s"}`;
-    return v.pipe(v.number("must be a number of seconds"), v.minValue(min, atLeast));
-  }
-  const range = `must be a number of seconds (${min}-${max})`;
-  return v.pipe(v.number(range), v.minValue(min, range), v.maxValue(max, range));
-}
-const nonEmpty = v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty"));
-
-const NAMESPACE_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const Namespace = v.pipe(
-  v.string("must be a string"),
-  v.check((s) => s === "*" || (s.length <= 63 && NAMESPACE_RE.test(s)), "a namespace is a DNS label (at most 63 lowercase letters, digits, '-') or '*' for all"),
-);
-const Namespaces = v.pipe(
-  v.array(Namespace, "must be a list of namespaces"),
-  v.check((l) => !l.includes("*") || l.length === 1, "'*' (all namespaces) cannot be combined with other namespaces"),
-);
-
-const Domain = v.pipe(
-  v.string("must be a string"),
-  v.regex(/^([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*)?$/, "must be a DNS domain such as apps.example.com (no scheme, port or path), or empty for no public URLs"),
-);
-
-/** An HTTP(S) origin as browsers send it: scheme://host[:port], nothing else. */
-const Origin = v.pipe(
-  v.string("must be a string"),
-  v.check((s) => {
-    try {
-      const u = new URL(s);
-      return (u.protocol === "http:" || u.protocol === "https:") && u.origin === s;
-    } catch {
-      return false;
-    }
-  }, "an origin is scheme://host[:port] with no path or trailing slash, e.g. https://board.example.com"),
-);
-
-/** A bearer token. Messages never include the value. */
-export const Token = v.pipe(
-  v.string("a token must be a string"),
-  v.minLength(1, "a token must not be empty"),
-  v.maxLength(4096, "a token must be at most 4096 characters"),
-  v.regex(/^[\x21-\x7e]+$/, "a token must be printable ASCII without spaces"),
-);
-
-const Url = v.pipe(
-  v.string("must be a string"),
-  v.check((s) => {
-    try {
-      return ["http:", "https:", "ws:", "wss:"].includes(new URL(s).protocol);
-    } catch {
-      return false;
-    }
-  }, `must be an http(s):// or ws(s):// URL, e.g. ${DEFAULT_URL}`),
-);
-
-/** "a, b or c". */
-function orList(values: readonly string[]): string {
-  return values.length < 2 ? values.join("") : `${values.slice(0, -1).join(", ")} or ${values.at(-1)}`;
+/** A boolean flag with both spellings of false (`--no-sandbox`, `--sandbox=false`); `--no-snapshot`-style rows are their own flag. */
+export function isTwoWayBool(r: SettingDef): boolean {
+  return r.type === "bool" && r.flag !== undefined && !r.negate;
 }
 
-/** The schema of one value of `row` (no default: {@link settingsSchema} adds those). */
-export function valueSchema(row: SettingDef): v.GenericSchema {
-  switch (row.type) {
-    case "int":
-      return int(row.min ?? 0, row.max ?? Number.MAX_SAFE_INTEGER, row.what);
-    case "seconds":
-      return seconds(row.min ?? 0, row.max);
-    case "bool":
-      return v.boolean("must be true or false");
-    case "string":
-      return nonEmpty;
-    case "enum":
-      return v.picklist(row.values ?? [], row.message ?? `must be ${orList(row.values ?? [])}`);
-    case "domain":
-      return Domain;
-    case "namespaces":
-      return Namespaces;
-    case "tokens":
-      return v.array(Token, "must be a list of tokens");
-    case "token":
-      return Token;
-    case "origins":
-      return v.array(Origin, "must be a list of origins");
-    case "url":
-      return Url;
-    case "name":
-      return Name;
-    case "text":
-      return v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty"), v.maxLength(row.max ?? 8192, "is too long"));
-  }
-}
-
-/** The schema of a command's merged settings: strict, each setting validated, defaults filled in. */
-export function settingsSchema(command: Command): v.GenericSchema<Record<string, unknown>, Record<string, unknown>> {
-  const entries: Record<string, v.GenericSchema> = {};
-  for (const row of rowsOf(command)) {
-    if (row.into !== undefined) continue;
-    const d = row.default;
-    // Lists get a fresh copy: a caller may change its settings.
-    entries[row.key] = d === undefined ? v.optional(valueSchema(row)) : v.optional(valueSchema(row), Array.isArray(d) ? () => [...d] : d);
-  }
-  return v.strictObject(entries) as v.GenericSchema<Record<string, unknown>, Record<string, unknown>>;
+/** The keys also accepted nested under Flyte's `internalApps:` in the config file. */
+export function internalAppsKeys(): string[] {
+  return (SETTINGS as readonly SettingDef[]).filter((r) => r.file && r.internalApps).map((r) => r.key);
 }

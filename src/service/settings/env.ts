@@ -1,40 +1,15 @@
 /**
- * The settings from `APPWATCH_*` variables alone: the environment layer of `config.ts`, without
- * files, flags or `node:` built-ins, so the Cloudflare Worker (whose `env` bindings are its only
- * configuration) reads the same variables, with the same checks and messages, as the CLI.
+ * The environment layer: each setting's `APPWATCH_*` variable, read and checked. No files, flags
+ * or `node:` built-ins, so the Cloudflare Worker (whose `env` bindings are its only configuration)
+ * reads the same variables, with the same checks and messages, as the CLI ({@link settingsFromEnv});
+ * `load.ts` puts this layer between the config file and the flags.
  * @module
  */
 import * as v from "valibot";
-import { type Command, RULES, rowsOf, type SettingDef, settingsSchema, type SettingsOf, type StringKind, stringKind, valueSchema } from "./settings.ts";
+import { check, type Layer, type Problems, settingsSchema, type StringKind, stringKind } from "./schemas.ts";
+import { type Command, RULES, rowsOf, type SettingDef, type SettingsOf } from "./table.ts";
 
-/** Settings by key, as one layer (file, environment or flags) gives them. */
-export type Layer = Record<string, unknown>;
-/** Problems found so far, each naming its key and source. */
-export type Problems = string[];
-
-/** A value for an error message, shortened. */
-export function describe(value: unknown): string {
-  const s = JSON.stringify(value);
-  return s === undefined ? String(value) : s.length > 80 ? `${s.slice(0, 77)}...` : s;
-}
-
-/** Validates one value of `row`; pushes `<label>: <message>` problems. */
-export function check(row: SettingDef, value: unknown, label: string, problems: Problems): unknown {
-  const r = v.safeParse(valueSchema(row), value);
-  if (r.success) return r.output;
-  const secret = row.secret ?? false;
-  const seen = new Set<string>();
-  for (const issue of r.issues) {
-    const index = issue.path?.find((p) => typeof p.key === "number")?.key;
-    const where = typeof index === "number" && Array.isArray(value) ? (secret ? `: item ${index + 1}` : `: ${describe(value[index])}`) : "";
-    const got = secret || where || value === undefined ? "" : `; got ${describe(value)}`;
-    const line = `${label}${where}: ${issue.message}${got}`;
-    if (!seen.has(line)) problems.push(line);
-    seen.add(line);
-  }
-  return undefined;
-}
-
+/** `a, b,,c` → `["a", "b", "c"]`: a list setting given as one string (environment, flag, YAML scalar). */
 export function splitList(s: string): string[] {
   return s.split(",").map((x) => x.trim()).filter(Boolean);
 }
@@ -69,7 +44,6 @@ export function readEnvLayer(rows: readonly SettingDef[], env: Record<string, st
   }
   return layer;
 }
-
 
 /**
  * `command`'s settings from the environment alone (defaults for the rest). Settings read from a
