@@ -82,6 +82,18 @@ describe("the settings table", () => {
     }
   });
 
+  test("the Cloudflare Worker's own variables are rows of the table too, read by no subcommand", async () => {
+    const { workerSettingsFromEnv } = await import("../src/service/settings/env.ts");
+    const rows = (SETTINGS as readonly SettingDef[]).filter((s) => s.worker);
+    assert.deepEqual(rows.map((r) => r.env), ["APPWATCH_KUBE_API_URL", "APPWATCH_KUBE_TOKEN"]);
+    for (const r of rows) {
+      assert.deepEqual(r.commands, [], r.key);
+      for (const c of COMMANDS) assert.ok(!HELP[c].includes(r.env!), `${c} --help lists ${r.env}`);
+    }
+    assert.deepEqual(workerSettingsFromEnv({ APPWATCH_KUBE_API_URL: "https://k8s.example.com:6443", APPWATCH_KUBE_TOKEN: " t " }), { ok: true, settings: { apiServer: "https://k8s.example.com:6443", apiToken: "t" } });
+    assert.deepEqual(workerSettingsFromEnv({}), { ok: false, message: "APPWATCH_KUBE_API_URL is required" });
+  });
+
   test("DEFAULT_SETTINGS are the table's serve defaults", () => {
     assert.deepEqual(loadCommand("serve", { argv: [], env: {} }).settings, DEFAULT_SETTINGS);
     assert.equal(DEFAULT_SETTINGS.heartbeatSeconds, 15);

@@ -28,9 +28,11 @@ export {
   SETTINGS,
   type SettingsOf,
   type SettingType,
+  workerRows,
+  type WorkerSettings,
 } from "./table.ts";
 export { check, describe, type Layer, type Problems, settingsSchema, type StringKind, stringKind, Token, valueSchema } from "./schemas.ts";
-export { fromString, readEnvLayer, settingsFromEnv, splitList } from "./env.ts";
+export { fromString, readEnvLayer, settingsFromEnv, splitList, workerSettingsFromEnv } from "./env.ts";
 export { parseTokenLines, type ReadFile } from "./file.ts";
 export {
   ConfigError,

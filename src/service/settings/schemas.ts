@@ -151,6 +151,10 @@ export function valueSchema(row: SettingDef): v.GenericSchema {
       return Name;
     case "text":
       return v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty"), v.maxLength(row.max ?? 8192, "is too long"));
+    case "apiServer":
+      return v.pipe(v.string(), v.url("must be a URL such as https://k8s.example.com:6443"), v.regex(/^https?:\/\//, "must be http:// or https://"));
+    case "apiToken":
+      return v.pipe(v.string(), v.trim(), v.nonEmpty("must not be empty when set"));
   }
 }
 

@@ -28,7 +28,9 @@ export type SettingType =
   | "origins"
   | "url"
   | "name"
-  | "text";
+  | "text"
+  | "apiServer"
+  | "apiToken";
 
 /** One row of {@link SETTINGS}. */
 export interface SettingDef {
@@ -70,6 +72,13 @@ export interface SettingDef {
   readonly all?: { readonly flag: string; readonly short: string; readonly value: readonly string[]; readonly help: string };
   /** Not a setting of its own: a file whose lines are added to the `into` setting (`authTokensFile` → `authTokens`). */
   readonly into?: string;
+  /**
+   * Read by the Cloudflare Worker from its bindings and by no subcommand (`commands: []`): the
+   * API server and its token, which `serve` finds in a kubeconfig instead ({@link workerRows}).
+   */
+  readonly worker?: true;
+  /** Must be set: there is no default, and leaving it out is an error (`worker` rows only). */
+  readonly required?: true;
 }
 
 /** Default of `appwatch watch --url`. */
@@ -86,9 +95,10 @@ const S_SERVICE = "Server";
 const S_WHAT = "What to watch (default: every app the service sees)";
 const S_OUTPUT = "Output";
 const S_LOGS = "Logs";
+const S_WORKER = "Cloudflare Worker";
 
 /** Help headings, in the order `--help` shows them (each command shows those it has settings in). */
-export const SECTIONS: readonly string[] = [S_SERVER, S_CLUSTER, S_APPS, S_STREAMS, S_SECURITY, S_SANDBOX, S_KUBE_WATCH, S_WHAT, S_OUTPUT, S_LOGS];
+export const SECTIONS: readonly string[] = [S_SERVER, S_CLUSTER, S_APPS, S_STREAMS, S_SECURITY, S_SANDBOX, S_KUBE_WATCH, S_WHAT, S_OUTPUT, S_LOGS, S_WORKER];
 
 const PORT = "a port number (0-65535; 0: any free port)";
 
@@ -154,6 +164,12 @@ export const SETTINGS = [
   { key: "idleTimeoutSeconds", type: "seconds", min: 1, default: 60, commands: ["watch"], flag: "idle-timeout", arg: "<sec>", help: "reconnect when nothing arrives for this long (keep it above the service's --heartbeat-seconds)", section: S_OUTPUT },
   // serve and events.
   { key: "logLevel", type: "enum", values: ["debug", "info", "warn", "error"], default: "info", commands: ["serve", "events"], flag: "log-level", arg: "<level>", env: "APPWATCH_LOG_LEVEL", file: true, help: "debug | info | warn | error (logs are JSON lines on stderr)", section: S_LOGS },
+  // The Cloudflare Worker (src/worker/cloudflare-env.ts): it reads serve's settings from its bindings too.
+  {
+    key: "apiServer", type: "apiServer", commands: [], worker: true, required: true, env: "APPWATCH_KUBE_API_URL", shown: "(required)", section: S_WORKER,
+    help: "the Kubernetes API server, https://… (or http:// for a test server)",
+  },
+  { key: "apiToken", type: "apiToken", commands: [], worker: true, env: "APPWATCH_KUBE_TOKEN", secret: true, shown: "none (anonymous)", help: "bearer token for the API server", section: S_WORKER },
 ] as const satisfies readonly SettingDef[];
 
 /** Cross-setting rules: `key` is the setting the message is about (errors are labelled with its source). */
@@ -198,6 +214,8 @@ interface TypeOf {
   url: string;
   name: string;
   text: string;
+  apiServer: string;
+  apiToken: string;
 }
 type ValueOf<E> = E extends { readonly type: "enum"; readonly values: readonly (infer V)[] } ? V
   : E extends { readonly type: infer T extends keyof TypeOf } ? TypeOf[T]
@@ -218,6 +236,12 @@ export type SettingsOf<C extends Command> = Simplify<
  * shares with `events` (the cluster, the sandbox, the log level) are the CLI's.
  */
 export type ServiceSettings = Simplify<Omit<SettingsOf<"serve">, KeyOf<"events"> | KeyOf<"watch">>>;
+type WorkerRow = Extract<Table, { readonly worker: true }>;
+/** The Cloudflare Worker's own settings ({@link workerRows}); it reads `serve`'s as well. */
+export type WorkerSettings = Simplify<
+  & { -readonly [E in WorkerRow as E extends { readonly required: true } ? E["key"] : never]: ValueOf<E> }
+  & { -readonly [E in WorkerRow as E extends { readonly required: true } ? never : E["key"]]?: ValueOf<E> }
+>;
 /** Everything `appwatch serve` runs with: the service's settings, the cluster's and the log level. */
 export type AppwatchSettings = SettingsOf<"serve">;
 /** A setting's key in the config file (camelCase, as in Flyte's `internalApps`). */
@@ -231,6 +255,11 @@ export type SettingKey = KeyOf<"serve">;
 /** The rows `command` reads (in table order), including those with `into`. */
 export function rowsOf(command: Command): readonly SettingDef[] {
   return SETTINGS.filter((s) => (s.commands as readonly Command[]).includes(command));
+}
+
+/** The rows only the Cloudflare Worker reads (in table order). */
+export function workerRows(): readonly SettingDef[] {
+  return (SETTINGS as readonly SettingDef[]).filter((r) => r.worker);
 }
 
 /** Whether a command reads the config file: when any of its settings has a file key. */
