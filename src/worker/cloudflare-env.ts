@@ -8,13 +8,13 @@
  * @module
  */
 import { settingsFromEnv as serviceSettingsFromEnv, workerSettingsFromEnv } from "../service/settings/env.ts";
-import type { ServiceSettings, SettingsOf } from "../service/settings/table.ts";
+import { FALLBACK_NAMESPACE, type ServiceSettings, type SettingsOf } from "../service/settings/table.ts";
 
 /** The Worker's settings: the cluster, and the service's settings. */
 export interface CloudflareSettings {
   apiServer: string;
   token: string | undefined;
-  /** One or more namespaces (default `flyte`), or `["*"]` for all. */
+  /** One or more namespaces (default {@link FALLBACK_NAMESPACE}, `flyte`), or `["*"]` for all. */
   namespaces: string[];
   service: ServiceSettings;
   logLevel: SettingsOf<"serve">["logLevel"];
@@ -33,7 +33,7 @@ export function settingsFromEnv(env: Record<string, unknown>): { ok: true; value
     value: {
       apiServer: cluster.settings.apiServer,
       token: cluster.settings.apiToken,
-      namespaces: namespaces.length ? namespaces : ["flyte"],
+      namespaces: namespaces.length ? namespaces : [FALLBACK_NAMESPACE],
       service: service as ServiceSettings,
       logLevel: read.settings.logLevel,
     },

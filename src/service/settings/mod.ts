@@ -15,6 +15,7 @@ export {
   type Command,
   CONFIG_ENV,
   DEFAULT_URL,
+  FALLBACK_NAMESPACE,
   type FileKey,
   type InputKeyOf,
   type KeyOf,

@@ -7,9 +7,12 @@
  * flag parser (`flags.ts`), the layering (`load.ts`) and `--help` (`help.ts`).
  *
  * The table is plain data (`as const`) so its types can be derived and still be explicit enough
- * for JSR's no-slow-types rule. No imports: every layer may read it.
+ * for JSR's no-slow-types rule. Its one import is the Flyte layer's defaults of Flyte's
+ * `internalApps` keys (`DEFAULT_APPS_CONFIG`), so the CLI and a library user of `AppK8sClient` get
+ * the same ones from one declaration.
  * @module
  */
+import { DEFAULT_APPS_CONFIG } from "../../flyte/model.ts";
 
 /** The subcommands that read settings. */
 export type Command = "serve" | "watch" | "events";
@@ -81,6 +84,9 @@ export interface SettingDef {
   readonly required?: true;
 }
 
+/** The namespace watched when none is set and the cluster (its kubeconfig context) names none. */
+export const FALLBACK_NAMESPACE = "flyte";
+
 /** Default of `appwatch watch --url`. */
 export const DEFAULT_URL = "http://127.0.0.1:8080";
 
@@ -116,14 +122,14 @@ export const SETTINGS = [
   { key: "context", type: "string", commands: ["serve", "events"], flag: "context", arg: "<name>", env: "APPWATCH_CONTEXT", file: true, shown: "the kubeconfig's current-context", help: "kubeconfig context", section: S_CLUSTER },
   {
     key: "namespaces", type: "namespaces", default: [], commands: ["serve", "events"], flag: "namespace", short: "n", arg: "<ns>", env: "APPWATCH_NAMESPACE", file: true,
-    shown: "the context's namespace, else flyte", help: "namespace(s) to watch; repeat or comma-separate; '*' (or --all-namespaces) for all", section: S_CLUSTER,
+    shown: `the context's namespace, else ${FALLBACK_NAMESPACE}`, help: "namespace(s) to watch; repeat or comma-separate; '*' (or --all-namespaces) for all", section: S_CLUSTER,
     all: { flag: "all-namespaces", short: "A", value: ["*"], help: "watch every namespace (same as -n '*')" },
   },
   // serve: Flyte's app settings and the streams.
-  { key: "baseDomain", type: "domain", default: "", commands: ["serve"], flag: "base-domain", arg: "<domain>", env: "APPWATCH_BASE_DOMAIN", file: true, internalApps: true, shown: '"" (no public URLs)', help: "public URL host suffix: <app>-<project>-<domain>.<base-domain>", section: S_APPS },
-  { key: "scheme", type: "enum", values: ["", "http", "https"], message: 'must be http, https or "" (https)', default: "", commands: ["serve"], flag: "scheme", arg: "<scheme>", env: "APPWATCH_SCHEME", file: true, internalApps: true, shown: '"" (https)', help: "public URL scheme: http | https", section: S_APPS },
-  { key: "ingressAppsPort", type: "int", min: 0, max: 65535, what: "a port number (0-65535; 0: none in public URLs)", default: 0, commands: ["serve"], flag: "ingress-apps-port", arg: "<port>", env: "APPWATCH_INGRESS_APPS_PORT", file: true, internalApps: true, shown: "0 (none)", help: "port appended to public URLs", section: S_APPS },
-  { key: "watchBufferSize", type: "int", min: 1, max: 1_000_000, default: 100, commands: ["serve"], flag: "watch-buffer-size", arg: "<n>", env: "APPWATCH_WATCH_BUFFER_SIZE", file: true, internalApps: true, help: "events buffered per subscriber", section: S_APPS },
+  { key: "baseDomain", type: "domain", default: DEFAULT_APPS_CONFIG.baseDomain, commands: ["serve"], flag: "base-domain", arg: "<domain>", env: "APPWATCH_BASE_DOMAIN", file: true, internalApps: true, shown: '"" (no public URLs)', help: "public URL host suffix: <app>-<project>-<domain>.<base-domain>", section: S_APPS },
+  { key: "scheme", type: "enum", values: ["", "http", "https"], message: 'must be http, https or "" (https)', default: DEFAULT_APPS_CONFIG.scheme, commands: ["serve"], flag: "scheme", arg: "<scheme>", env: "APPWATCH_SCHEME", file: true, internalApps: true, shown: '"" (https)', help: "public URL scheme: http | https", section: S_APPS },
+  { key: "ingressAppsPort", type: "int", min: 0, max: 65535, what: "a port number (0-65535; 0: none in public URLs)", default: DEFAULT_APPS_CONFIG.ingressAppsPort, commands: ["serve"], flag: "ingress-apps-port", arg: "<port>", env: "APPWATCH_INGRESS_APPS_PORT", file: true, internalApps: true, shown: "0 (none)", help: "port appended to public URLs", section: S_APPS },
+  { key: "watchBufferSize", type: "int", min: 1, max: 1_000_000, default: DEFAULT_APPS_CONFIG.watchBufferSize, commands: ["serve"], flag: "watch-buffer-size", arg: "<n>", env: "APPWATCH_WATCH_BUFFER_SIZE", file: true, internalApps: true, help: "events buffered per subscriber", section: S_APPS },
   { key: "slowConsumer", type: "enum", values: ["coalesce", "drop", "disconnect"], default: "coalesce", commands: ["serve"], flag: "slow-consumer", arg: "<policy>", env: "APPWATCH_SLOW_CONSUMER", file: true, help: "when a subscriber's buffer is full: coalesce | drop | disconnect", section: S_STREAMS },
   { key: "heartbeatSeconds", type: "seconds", min: 0.05, max: 3600, default: 15, commands: ["serve"], flag: "heartbeat-seconds", arg: "<sec>", env: "APPWATCH_HEARTBEAT_SECONDS", file: true, help: "heartbeat frame period", section: S_STREAMS },
   { key: "pingSeconds", type: "seconds", min: 1, max: 3600, default: 30, commands: ["serve"], flag: "ping-seconds", arg: "<sec>", env: "APPWATCH_PING_SECONDS", file: true, help: "WebSocket ping period; a peer that stops answering is closed", section: S_STREAMS },
