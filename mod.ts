@@ -36,15 +36,8 @@
 
 // Cluster access
 export { connect, type ConnectOptions, createKubeClient, type CreateKubeClientOptions } from "./src/kube/connect.ts";
-export {
-  type ClusterAuth,
-  type ClusterConfig,
-  type ExecConfig,
-  KubeconfigError,
-  loadClusterConfig,
-  type LoadClusterConfigOptions,
-  type TlsConfig,
-} from "./src/kube/config.ts";
+export { type ExecConfig, KubeconfigError, loadClusterConfig, type LoadClusterConfigOptions } from "./src/kube/cluster-config.ts";
+export type { ClusterAuth, ClusterConfig, TlsConfig } from "./src/kube/types.ts";
 export { createCredentials, type CredentialsOptions, type KubeCredentials } from "./src/kube/credentials.ts";
 export { createTransport, type Transport, UnsupportedTlsError } from "./src/kube/transport.ts";
 export {

@@ -6,7 +6,7 @@
  * - `events`: connect to the cluster (or the built-in sandbox) and print every
  *   change of the watched Knative Services as one JSON line on stdout.
  *
- * Each reads its settings through the one settings table (`src/service/settings.ts`):
+ * Each reads its settings through the one settings table (`src/service/settings/table.ts`):
  * defaults < config file < `APPWATCH_*` < flags. This is the composition root: it
  * alone chooses between the sandbox and a real cluster ({@link openCluster}).
  *
@@ -17,41 +17,21 @@ import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { delimiter, join, resolve } from "node:path";
 import process from "node:process";
-import { parseWatchArgs, WATCH_HELP, WatchUsageError } from "./client/options.ts";
+import { parseWatchArgs, WatchUsageError } from "./client/options.ts";
 import { KubeconfigError } from "./kube/kubeconfig.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { runtimeName, runtimeVersion } from "./runtime.ts";
 import { listenProblem, type PortProblem, probePort } from "./service/adapters/port-probe.ts";
-import { ConfigError, describeSettings, loadCommand, loadSettings, optionsHelp, SERVE_HELP } from "./service/config.ts";
 import { type ClusterSource, connectCluster } from "./service/server.ts";
-import type { SettingsOf } from "./service/settings.ts";
+import { ConfigError, describeSettings, EVENTS_HELP, loadCommand, loadSettings, SERVE_HELP, type SettingsOf, WATCH_HELP } from "./service/settings/mod.ts";
 import { createWatcher } from "./watch/group.ts";
 import { KNATIVE_SERVICES, type ReflectorEvent } from "./watch/types.ts";
 import { VERSION } from "./version.ts";
 
-export { SERVE_HELP, WATCH_HELP };
+export { EVENTS_HELP, SERVE_HELP, WATCH_HELP };
 
 /** The subcommands. */
 export const COMMANDS = ["serve", "watch", "events", "help"] as const;
-
-/** `appwatch events --help`. */
-export const EVENTS_HELP: string = `appwatch events — print every change of the Flyte app KServices in the cluster
-
-Usage: appwatch events [options]
-
-Prints one JSON line per change on stdout ("added", "modified", "deleted",
-and "synced" markers); logs go to stderr as JSON lines. (To serve the
-changes over HTTP, use \`appwatch serve\`; to follow a running service, \`appwatch watch\`.)
-The settings it shares with serve (the cluster, the sandbox, the log level) are
-read the same way: defaults < config file < APPWATCH_* environment variables < flags.
-
-${optionsHelp("events")}
-
-Examples:
-  appwatch events --sandbox               # demo: a local API server with changing apps
-  appwatch events -n flyte,flytesnacks    # two namespaces of the current cluster
-  appwatch events --context prod -n '*' -o objects
-`;
 
 /** Validated `appwatch events` options. */
 export type CliOptions = SettingsOf<"events"> & { help: boolean };

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { KubeClient } from "../src/kube/client.ts";
 import { KubeApiError } from "../src/kube/status.ts";
-import type { ClusterAuth, ExecClusterInfo } from "../src/kube/config.ts";
+import type { ClusterAuth, ExecClusterInfo } from "../src/kube/types.ts";
 import { createCredentials, type CredentialsOptions } from "../src/kube/credentials.ts";
 import type { ExecConfig } from "../src/kube/kubeconfig.ts";
 import { createLogger } from "../src/log.ts";

@@ -8,7 +8,8 @@ import assert from "node:assert/strict";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
-import { type ClusterConfig, KubeconfigError, loadClusterConfig, type LoadClusterConfigOptions } from "../src/kube/config.ts";
+import { KubeconfigError, loadClusterConfig, type LoadClusterConfigOptions } from "../src/kube/cluster-config.ts";
+import type { ClusterConfig } from "../src/kube/types.ts";
 import { encodeBase64, mergeKubeconfigs, parseKubeconfig } from "../src/kube/kubeconfig.ts";
 import { createLogger } from "../src/log.ts";
 

@@ -1,7 +1,7 @@
 /**
  * No `node:` built-ins in the engine (src/watch), the Flyte layer (src/flyte) and the service core
- * (src/service without adapters/ and the CLI's configuration files), nor anywhere the Cloudflare
- * entry reaches: every module of these folders is read, and the static import graph is walked from
+ * (src/service without adapters/, server.ts and the settings' file and flag readers), nor anywhere
+ * the Cloudflare entry reaches: every module of these folders is read, and the static import graph is walked from
  * src/worker/cloudflare.ts (relative imports followed, packages listed). Text-level, so it runs
  * alike on Node, Deno and Bun; tests/worker-cloudflare.test.ts checks the bundle esbuild makes too.
  */
@@ -12,8 +12,8 @@ import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
-/** Runtime-specific by design: adapters, and the service's file/CLI configuration and server. */
-const EXEMPT = [/^src\/service\/adapters\//, /^src\/service\/(config|server)\.ts$/];
+/** Runtime-specific by design: adapters, the server, and the settings' file and flag readers (node:fs, node:util). */
+const EXEMPT = [/^src\/service\/adapters\//, /^src\/service\/server\.ts$/, /^src\/service\/settings\/(file|flags)\.ts$/];
 
 /** Every static `import … from "x"`, `export … from "x"`, `import "x"` and literal `import("x")` of `source` (comments removed first). */
 export function importsOf(source: string): string[] {
@@ -62,7 +62,7 @@ test("nothing the Cloudflare entry reaches imports a node: built-in, the sandbox
     if (seen.has(file)) return;
     seen.add(file);
     const rel = relative(ROOT, file);
-    if (/^src\/(sandbox\/|kube\/(config|kubeconfig|credentials|exec|transport|connect)\.ts)/.test(rel)) bad.push(`${rel} (from ${from})`);
+    if (/^src\/(sandbox\/|kube\/(cluster-config|kubeconfig|credentials|exec|transport|connect)\.ts)/.test(rel)) bad.push(`${rel} (from ${from})`);
     for (const spec of importsOf(readFileSync(file, "utf8"))) {
       if (spec.startsWith("node:")) bad.push(`${rel}: ${spec}`);
       else if (spec.startsWith(".")) walk(resolve(dirname(file), spec), rel);

@@ -7,7 +7,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createLogger } from "../src/log.ts";
 import { startSandboxCluster } from "../src/sandbox/mod.ts";
-import { DEFAULT_SETTINGS, loadSettings, SERVE_HELP } from "../src/service/config.ts";
+import { DEFAULT_SETTINGS, loadSettings, SERVE_HELP } from "../src/service/settings/mod.ts";
 import { exposureWarning, isLoopback } from "../src/service/exposure.ts";
 import { type RunningService, startService } from "../src/service/server.ts";
 import { testSettings } from "./helpers/service.ts";

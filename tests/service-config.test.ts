@@ -1,5 +1,5 @@
 /**
- * `appwatch serve` settings (src/service/config.ts): defaults < config file <
+ * `appwatch serve` settings (src/service/settings/): defaults < config file <
  * environment < flags; every key settable from each layer; Flyte's
  * `internalApps` nesting; unknown keys; errors naming key and source; auth
  * tokens from files and never echoed; the help text covering every option.
@@ -17,7 +17,7 @@ import {
   loadSettings,
   OPTIONS,
   SERVE_HELP,
-} from "../src/service/config.ts";
+} from "../src/service/settings/mod.ts";
 
 /** An in-memory file system for `readFile`. */
 function files(map: Record<string, string>) {
@@ -367,7 +367,7 @@ describe("serve --help", () => {
 
 describe("settingsFromEnv (the environment alone, for the Cloudflare Worker)", () => {
   test("reads the same variables with the same checks and messages as loadSettings", async () => {
-    const { settingsFromEnv } = await import("../src/service/settings-env.ts");
+    const { settingsFromEnv } = await import("../src/service/settings/env.ts");
     const env = { APPWATCH_NAMESPACE: "a, b", APPWATCH_HEARTBEAT_SECONDS: "5", APPWATCH_SLOW_CONSUMER: "drop" };
     const read = settingsFromEnv("serve", env);
     assert.ok(read.ok);
@@ -383,7 +383,7 @@ describe("settingsFromEnv (the environment alone, for the Cloudflare Worker)", (
   });
 
   test("a setting read from a file is refused, not silently dropped (there is no file system)", async () => {
-    const { settingsFromEnv } = await import("../src/service/settings-env.ts");
+    const { settingsFromEnv } = await import("../src/service/settings/env.ts");
     const r = settingsFromEnv("serve", { APPWATCH_AUTH_TOKENS_FILE: "/run/secrets/tokens" });
     assert.ok(!r.ok);
     assert.match(r.problems[0]!, /^APPWATCH_AUTH_TOKENS_FILE: files cannot be read here/);

@@ -1,5 +1,5 @@
 /**
- * The one settings table (src/service/settings.ts): every subcommand's flags,
+ * The one settings table (src/service/settings/table.ts): every subcommand's flags,
  * environment variables, file keys, defaults and `--help` come from it, so
  * `serve`, `watch` and `events` read a shared setting the same way
  * (defaults < file < environment < flags) and name the key and the source the
@@ -9,8 +9,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { EVENTS_HELP, parseCli, SERVE_HELP, UsageError, WATCH_HELP } from "../src/cli.ts";
 import { parseWatchArgs } from "../src/client/options.ts";
-import { DEFAULT_SETTINGS, loadCommand } from "../src/service/config.ts";
-import { type Command, type SettingDef, SETTINGS } from "../src/service/settings.ts";
+import { type Command, DEFAULT_SETTINGS, loadCommand, type SettingDef, SETTINGS } from "../src/service/settings/mod.ts";
 
 const HELP: Record<Command, string> = { serve: SERVE_HELP, watch: WATCH_HELP, events: EVENTS_HELP };
 const COMMANDS = ["serve", "watch", "events"] as const;
@@ -81,6 +80,18 @@ describe("the settings table", () => {
         assert.throws(() => read([`--${r.flag}=maybe`]), new RegExp(`--${r.flag}: must be true or false; got "maybe"`), label);
       }
     }
+  });
+
+  test("the Cloudflare Worker's own variables are rows of the table too, read by no subcommand", async () => {
+    const { workerSettingsFromEnv } = await import("../src/service/settings/env.ts");
+    const rows = (SETTINGS as readonly SettingDef[]).filter((s) => s.worker);
+    assert.deepEqual(rows.map((r) => r.env), ["APPWATCH_KUBE_API_URL", "APPWATCH_KUBE_TOKEN"]);
+    for (const r of rows) {
+      assert.deepEqual(r.commands, [], r.key);
+      for (const c of COMMANDS) assert.ok(!HELP[c].includes(r.env!), `${c} --help lists ${r.env}`);
+    }
+    assert.deepEqual(workerSettingsFromEnv({ APPWATCH_KUBE_API_URL: "https://k8s.example.com:6443", APPWATCH_KUBE_TOKEN: " t " }), { ok: true, settings: { apiServer: "https://k8s.example.com:6443", apiToken: "t" } });
+    assert.deepEqual(workerSettingsFromEnv({}), { ok: false, message: "APPWATCH_KUBE_API_URL is required" });
   });
 
   test("DEFAULT_SETTINGS are the table's serve defaults", () => {

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createTransport, DENO_INSECURE_ENV, type Transport, UnsupportedTlsError } from "../src/kube/transport.ts";
-import type { TlsConfig } from "../src/kube/config.ts";
+import type { TlsConfig } from "../src/kube/types.ts";
 import { connect } from "../src/kube/connect.ts";
 import { encodeBase64 } from "../src/kube/kubeconfig.ts";
 import { createLogger } from "../src/log.ts";

@@ -51,7 +51,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { jsonLines } from "../lib/json-lines.ts";
 import { connectCluster, startService } from "../../src/service/server.ts";
-import { DEFAULT_SETTINGS } from "../../src/service/config.ts";
+import { DEFAULT_SETTINGS } from "../../src/service/settings/mod.ts";
 import { createLogger } from "../../src/log.ts";
 import { writeB3 } from "./report.ts";
 import { startBare } from "./bare-driver.ts";

@@ -23,7 +23,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startSandboxCluster } from "../../src/sandbox/mod.ts";
 import { startService } from "../../src/service/server.ts";
-import { DEFAULT_SETTINGS } from "../../src/service/config.ts";
+import { DEFAULT_SETTINGS } from "../../src/service/settings/mod.ts";
 import { createLogger } from "../../src/log.ts";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");

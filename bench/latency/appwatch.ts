@@ -18,7 +18,7 @@
 import process from "node:process";
 import { createInterface } from "node:readline";
 import { connectCluster, startService } from "../../src/service/server.ts";
-import { DEFAULT_SETTINGS } from "../../src/service/config.ts";
+import { DEFAULT_SETTINGS } from "../../src/service/settings/mod.ts";
 import { createLogger } from "../../src/log.ts";
 import { runtimeVersion } from "../lib/bare-common.ts";
 

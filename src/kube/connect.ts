@@ -8,9 +8,10 @@
  * @module
  */
 import { type FetchLike, KubeClient } from "./client.ts";
-import { type ClusterConfig, loadClusterConfig, type LoadClusterConfigOptions, type TlsConfig } from "./config.ts";
+import { loadClusterConfig, type LoadClusterConfigOptions } from "./cluster-config.ts";
 import { type ClientCertificate, createCredentials, type CredentialsOptions } from "./credentials.ts";
 import { createTransport, type Transport } from "./transport.ts";
+import type { ClusterConfig, TlsConfig } from "./types.ts";
 import type { Logger } from "../log.ts";
 import { silentLogger } from "../log.ts";
 

@@ -18,7 +18,7 @@ import process from "node:process";
 import { readFile as fsReadFile } from "node:fs/promises";
 import * as v from "valibot";
 import type { Credentials } from "./client.ts";
-import type { ClusterAuth, ExecClusterInfo } from "./config.ts";
+import type { ClusterAuth, ExecClusterInfo } from "./types.ts";
 import { ExecError, type RunExec, runExec as defaultRunExec } from "./exec.ts";
 import { describeIssue, encodeBase64, type ExecConfig, pemLabels } from "./kubeconfig.ts";
 import type { Logger } from "../log.ts";

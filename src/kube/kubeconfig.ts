@@ -1,7 +1,7 @@
 /**
  * kubeconfig files: valibot schemas, parsing (`yaml`), merging a `KUBECONFIG`
  * list the way kubectl does, and selecting one context. No I/O happens here:
- * {@link loadClusterConfig} in `config.ts` reads the files.
+ * {@link loadClusterConfig} in `cluster-config.ts` reads the files.
  *
  * Every error is a {@link KubeconfigError} whose message names the file, the
  * context and the field, e.g.

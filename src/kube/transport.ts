@@ -22,7 +22,7 @@
  * @module
  */
 import type { FetchLike } from "./client.ts";
-import type { TlsConfig } from "./config.ts";
+import type { TlsConfig } from "./types.ts";
 import { runtimeName, type RuntimeName } from "../runtime.ts";
 import process from "node:process";
 import type { Agent as UndiciAgent, Dispatcher as UndiciDispatcher } from "undici";

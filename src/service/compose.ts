@@ -16,7 +16,7 @@ import type { Logger } from "../log.ts";
 import type { AdapterOptions, FetchHandler } from "./adapters/types.ts";
 import { type AppwatchApp, CLOSE, createApp } from "./app.ts";
 import type { AppRuntime } from "./transports.ts";
-import type { ServiceSettings } from "./settings.ts";
+import type { ServiceSettings } from "./settings/table.ts";
 import { runtimeVersion, type RuntimeName } from "../runtime.ts";
 import { Backoff, sleep } from "../watch/backoff.ts";
 import { VERSION } from "../version.ts";

@@ -13,7 +13,7 @@ import { adapterOptions, type ClusterSource, compose } from "./compose.ts";
 import type { AppwatchApp } from "./app.ts";
 import { type ListeningServer, loadAdapter } from "./adapters/types.ts";
 import { exposureWarning } from "./exposure.ts";
-import type { ServiceSettings } from "./settings.ts";
+import { FALLBACK_NAMESPACE, type ServiceSettings } from "./settings/mod.ts";
 
 /** The settings `startService` needs, derived from the settings table (`settings.ts`; `config.ts` reads them). */
 export type { ServiceSettings };
@@ -36,7 +36,7 @@ export async function connectCluster(options: ConnectClusterOptions = {}): Promi
   const client = await connect({ kubeconfig: options.kubeconfig, context: options.context, env: options.env, logger: options.logger });
   return {
     client,
-    namespaces: options.namespaces?.length ? [...options.namespaces] : [client.namespace ?? "flyte"],
+    namespaces: options.namespaces?.length ? [...options.namespaces] : [client.namespace ?? FALLBACK_NAMESPACE],
     describe: client.server,
     close: () => client.close(),
   };

@@ -14,10 +14,9 @@
  */
 import { ClusterChoiceError, type OpenedCluster, openCluster } from "../cli.ts";
 import { createLogger, type Logger } from "../log.ts";
-import { ConfigError, describeSettings, type LoadedSettings, loadSettings } from "../service/config.ts";
 import type { AdapterOptions } from "../service/adapters/types.ts";
 import { exposureWarning } from "../service/exposure.ts";
-import type { ServiceSettings } from "../service/settings.ts";
+import { ConfigError, describeSettings, type LoadedSettings, loadSettings, type ServiceSettings } from "../service/settings/mod.ts";
 import { adapterOptions, type ClusterSource, compose, type ComposeRuntime, type Composition } from "../service/compose.ts";
 
 /** What an entry gives {@link startWorker}. */

@@ -1,24 +1,23 @@
 /**
- * Every setting of the `appwatch` command line, declared once: {@link SETTINGS}
- * gives each one its key, type and limits, default, flag, environment
- * variable, config-file key, help line and the subcommands that read it.
- * Everything else is derived from it: the TypeScript types
- * ({@link SettingsOf}, {@link ServiceSettings}), the valibot schemas, the
- * defaults, the flag parser, the environment and file readers and `--help`
- * (`config.ts`).
+ * Every setting of appwatch, declared once: {@link SETTINGS} gives each one its key, type and
+ * limits, default, flag, environment variable, config-file key, help line and the subcommands
+ * that read it. Everything else is derived from it, by the other files of this folder: the
+ * TypeScript types (below: {@link SettingsOf}, {@link ServiceSettings}), the valibot schemas
+ * (`schemas.ts`), the environment reader (`env.ts`), the config-file reader (`file.ts`), the
+ * flag parser (`flags.ts`), the layering (`load.ts`) and `--help` (`help.ts`).
  *
- * The table is plain data (`as const`) so its types can be derived and still
- * be explicit enough for JSR's no-slow-types rule; the schemas are built from
- * it by {@link valueSchema}.
+ * The table is plain data (`as const`) so its types can be derived and still be explicit enough
+ * for JSR's no-slow-types rule. Its one import is the Flyte layer's defaults of Flyte's
+ * `internalApps` keys (`DEFAULT_APPS_CONFIG`), so the CLI and a library user of `AppK8sClient` get
+ * the same ones from one declaration.
  * @module
  */
-import * as v from "valibot";
-import { Name } from "./schemas.ts";
+import { DEFAULT_APPS_CONFIG } from "../../flyte/model.ts";
 
 /** The subcommands that read settings. */
 export type Command = "serve" | "watch" | "events";
 
-/** What a setting's value is; each maps to one valibot schema ({@link valueSchema}) and one TypeScript type. */
+/** What a setting's value is; each maps to one valibot schema (`valueSchema` in `schemas.ts`) and one TypeScript type. */
 export type SettingType =
   | "int"
   | "seconds"
@@ -32,7 +31,9 @@ export type SettingType =
   | "origins"
   | "url"
   | "name"
-  | "text";
+  | "text"
+  | "apiServer"
+  | "apiToken";
 
 /** One row of {@link SETTINGS}. */
 export interface SettingDef {
@@ -74,7 +75,17 @@ export interface SettingDef {
   readonly all?: { readonly flag: string; readonly short: string; readonly value: readonly string[]; readonly help: string };
   /** Not a setting of its own: a file whose lines are added to the `into` setting (`authTokensFile` → `authTokens`). */
   readonly into?: string;
+  /**
+   * Read by the Cloudflare Worker from its bindings and by no subcommand (`commands: []`): the
+   * API server and its token, which `serve` finds in a kubeconfig instead ({@link workerRows}).
+   */
+  readonly worker?: true;
+  /** Must be set: there is no default, and leaving it out is an error (`worker` rows only). */
+  readonly required?: true;
 }
+
+/** The namespace watched when none is set and the cluster (its kubeconfig context) names none. */
+export const FALLBACK_NAMESPACE = "flyte";
 
 /** Default of `appwatch watch --url`. */
 export const DEFAULT_URL = "http://127.0.0.1:8080";
@@ -90,9 +101,10 @@ const S_SERVICE = "Server";
 const S_WHAT = "What to watch (default: every app the service sees)";
 const S_OUTPUT = "Output";
 const S_LOGS = "Logs";
+const S_WORKER = "Cloudflare Worker";
 
 /** Help headings, in the order `--help` shows them (each command shows those it has settings in). */
-export const SECTIONS: readonly string[] = [S_SERVER, S_CLUSTER, S_APPS, S_STREAMS, S_SECURITY, S_SANDBOX, S_KUBE_WATCH, S_WHAT, S_OUTPUT, S_LOGS];
+export const SECTIONS: readonly string[] = [S_SERVER, S_CLUSTER, S_APPS, S_STREAMS, S_SECURITY, S_SANDBOX, S_KUBE_WATCH, S_WHAT, S_OUTPUT, S_LOGS, S_WORKER];
 
 const PORT = "a port number (0-65535; 0: any free port)";
 
@@ -110,14 +122,14 @@ export const SETTINGS = [
   { key: "context", type: "string", commands: ["serve", "events"], flag: "context", arg: "<name>", env: "APPWATCH_CONTEXT", file: true, shown: "the kubeconfig's current-context", help: "kubeconfig context", section: S_CLUSTER },
   {
     key: "namespaces", type: "namespaces", default: [], commands: ["serve", "events"], flag: "namespace", short: "n", arg: "<ns>", env: "APPWATCH_NAMESPACE", file: true,
-    shown: "the context's namespace, else flyte", help: "namespace(s) to watch; repeat or comma-separate; '*' (or --all-namespaces) for all", section: S_CLUSTER,
+    shown: `the context's namespace, else ${FALLBACK_NAMESPACE}`, help: "namespace(s) to watch; repeat or comma-separate; '*' (or --all-namespaces) for all", section: S_CLUSTER,
     all: { flag: "all-namespaces", short: "A", value: ["*"], help: "watch every namespace (same as -n '*')" },
   },
   // serve: Flyte's app settings and the streams.
-  { key: "baseDomain", type: "domain", default: "", commands: ["serve"], flag: "base-domain", arg: "<domain>", env: "APPWATCH_BASE_DOMAIN", file: true, internalApps: true, shown: '"" (no public URLs)', help: "public URL host suffix: <app>-<project>-<domain>.<base-domain>", section: S_APPS },
-  { key: "scheme", type: "enum", values: ["", "http", "https"], message: 'must be http, https or "" (https)', default: "", commands: ["serve"], flag: "scheme", arg: "<scheme>", env: "APPWATCH_SCHEME", file: true, internalApps: true, shown: '"" (https)', help: "public URL scheme: http | https", section: S_APPS },
-  { key: "ingressAppsPort", type: "int", min: 0, max: 65535, what: "a port number (0-65535; 0: none in public URLs)", default: 0, commands: ["serve"], flag: "ingress-apps-port", arg: "<port>", env: "APPWATCH_INGRESS_APPS_PORT", file: true, internalApps: true, shown: "0 (none)", help: "port appended to public URLs", section: S_APPS },
-  { key: "watchBufferSize", type: "int", min: 1, max: 1_000_000, default: 100, commands: ["serve"], flag: "watch-buffer-size", arg: "<n>", env: "APPWATCH_WATCH_BUFFER_SIZE", file: true, internalApps: true, help: "events buffered per subscriber", section: S_APPS },
+  { key: "baseDomain", type: "domain", default: DEFAULT_APPS_CONFIG.baseDomain, commands: ["serve"], flag: "base-domain", arg: "<domain>", env: "APPWATCH_BASE_DOMAIN", file: true, internalApps: true, shown: '"" (no public URLs)', help: "public URL host suffix: <app>-<project>-<domain>.<base-domain>", section: S_APPS },
+  { key: "scheme", type: "enum", values: ["", "http", "https"], message: 'must be http, https or "" (https)', default: DEFAULT_APPS_CONFIG.scheme, commands: ["serve"], flag: "scheme", arg: "<scheme>", env: "APPWATCH_SCHEME", file: true, internalApps: true, shown: '"" (https)', help: "public URL scheme: http | https", section: S_APPS },
+  { key: "ingressAppsPort", type: "int", min: 0, max: 65535, what: "a port number (0-65535; 0: none in public URLs)", default: DEFAULT_APPS_CONFIG.ingressAppsPort, commands: ["serve"], flag: "ingress-apps-port", arg: "<port>", env: "APPWATCH_INGRESS_APPS_PORT", file: true, internalApps: true, shown: "0 (none)", help: "port appended to public URLs", section: S_APPS },
+  { key: "watchBufferSize", type: "int", min: 1, max: 1_000_000, default: DEFAULT_APPS_CONFIG.watchBufferSize, commands: ["serve"], flag: "watch-buffer-size", arg: "<n>", env: "APPWATCH_WATCH_BUFFER_SIZE", file: true, internalApps: true, help: "events buffered per subscriber", section: S_APPS },
   { key: "slowConsumer", type: "enum", values: ["coalesce", "drop", "disconnect"], default: "coalesce", commands: ["serve"], flag: "slow-consumer", arg: "<policy>", env: "APPWATCH_SLOW_CONSUMER", file: true, help: "when a subscriber's buffer is full: coalesce | drop | disconnect", section: S_STREAMS },
   { key: "heartbeatSeconds", type: "seconds", min: 0.05, max: 3600, default: 15, commands: ["serve"], flag: "heartbeat-seconds", arg: "<sec>", env: "APPWATCH_HEARTBEAT_SECONDS", file: true, help: "heartbeat frame period", section: S_STREAMS },
   { key: "pingSeconds", type: "seconds", min: 1, max: 3600, default: 30, commands: ["serve"], flag: "ping-seconds", arg: "<sec>", env: "APPWATCH_PING_SECONDS", file: true, help: "WebSocket ping period; a peer that stops answering is closed", section: S_STREAMS },
@@ -158,6 +170,12 @@ export const SETTINGS = [
   { key: "idleTimeoutSeconds", type: "seconds", min: 1, default: 60, commands: ["watch"], flag: "idle-timeout", arg: "<sec>", help: "reconnect when nothing arrives for this long (keep it above the service's --heartbeat-seconds)", section: S_OUTPUT },
   // serve and events.
   { key: "logLevel", type: "enum", values: ["debug", "info", "warn", "error"], default: "info", commands: ["serve", "events"], flag: "log-level", arg: "<level>", env: "APPWATCH_LOG_LEVEL", file: true, help: "debug | info | warn | error (logs are JSON lines on stderr)", section: S_LOGS },
+  // The Cloudflare Worker (src/worker/cloudflare-env.ts): it reads serve's settings from its bindings too.
+  {
+    key: "apiServer", type: "apiServer", commands: [], worker: true, required: true, env: "APPWATCH_KUBE_API_URL", shown: "(required)", section: S_WORKER,
+    help: "the Kubernetes API server, https://… (or http:// for a test server)",
+  },
+  { key: "apiToken", type: "apiToken", commands: [], worker: true, env: "APPWATCH_KUBE_TOKEN", secret: true, shown: "none (anonymous)", help: "bearer token for the API server", section: S_WORKER },
 ] as const satisfies readonly SettingDef[];
 
 /** Cross-setting rules: `key` is the setting the message is about (errors are labelled with its source). */
@@ -202,6 +220,8 @@ interface TypeOf {
   url: string;
   name: string;
   text: string;
+  apiServer: string;
+  apiToken: string;
 }
 type ValueOf<E> = E extends { readonly type: "enum"; readonly values: readonly (infer V)[] } ? V
   : E extends { readonly type: infer T extends keyof TypeOf } ? TypeOf[T]
@@ -222,140 +242,43 @@ export type SettingsOf<C extends Command> = Simplify<
  * shares with `events` (the cluster, the sandbox, the log level) are the CLI's.
  */
 export type ServiceSettings = Simplify<Omit<SettingsOf<"serve">, KeyOf<"events"> | KeyOf<"watch">>>;
+type WorkerRow = Extract<Table, { readonly worker: true }>;
+/** The Cloudflare Worker's own settings ({@link workerRows}); it reads `serve`'s as well. */
+export type WorkerSettings = Simplify<
+  & { -readonly [E in WorkerRow as E extends { readonly required: true } ? E["key"] : never]: ValueOf<E> }
+  & { -readonly [E in WorkerRow as E extends { readonly required: true } ? never : E["key"]]?: ValueOf<E> }
+>;
+/** Everything `appwatch serve` runs with: the service's settings, the cluster's and the log level. */
+export type AppwatchSettings = SettingsOf<"serve">;
+/** A setting's key in the config file (camelCase, as in Flyte's `internalApps`). */
+export type FileKey = InputKeyOf<"serve">;
+/** A key of {@link AppwatchSettings}. */
+export type SettingKey = KeyOf<"serve">;
 
 // ---------------------------------------------------------------------------------------------
-// Rows and schemas.
+// Rows.
 
 /** The rows `command` reads (in table order), including those with `into`. */
 export function rowsOf(command: Command): readonly SettingDef[] {
   return SETTINGS.filter((s) => (s.commands as readonly Command[]).includes(command));
 }
 
-/** How a string from the environment or a flag becomes a value to validate. */
-export type StringKind = "number" | "bool" | "list" | "string";
-
-/** The {@link StringKind} of a row. */
-export function stringKind(row: SettingDef): StringKind {
-  switch (row.type) {
-    case "int":
-    case "seconds":
-      return "number";
-    case "bool":
-      return "bool";
-    case "namespaces":
-    case "tokens":
-    case "origins":
-      return "list";
-    default:
-      return "string";
-  }
+/** The rows only the Cloudflare Worker reads (in table order). */
+export function workerRows(): readonly SettingDef[] {
+  return (SETTINGS as readonly SettingDef[]).filter((r) => r.worker);
 }
 
-// Messages are phrased to follow "<source>: ".
-const int = (min: number, max: number, what = `an integer from ${min} to ${max}`) =>
-  v.pipe(v.number(`must be ${what}`), v.integer(`must be ${what}`), v.minValue(min, `must be ${what}`), v.maxValue(max, `must be ${what}`));
-function seconds(min: number, max: number | undefined): v.GenericSchema<number, number> {
-  if (max === undefined) {
-    const atLeast = `must be at least ${min} second${min === 1 ? "" : "s"}`;
-    return v.pipe(v.number("must be a number of seconds"), v.minValue(min, atLeast));
-  }
-  const range = `must be a number of seconds (${min}-${max})`;
-  return v.pipe(v.number(range), v.minValue(min, range), v.maxValue(max, range));
-}
-const nonEmpty = v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty"));
-
-const NAMESPACE_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const Namespace = v.pipe(
-  v.string("must be a string"),
-  v.check((s) => s === "*" || (s.length <= 63 && NAMESPACE_RE.test(s)), "a namespace is a DNS label (at most 63 lowercase letters, digits, '-') or '*' for all"),
-);
-const Namespaces = v.pipe(
-  v.array(Namespace, "must be a list of namespaces"),
-  v.check((l) => !l.includes("*") || l.length === 1, "'*' (all namespaces) cannot be combined with other namespaces"),
-);
-
-const Domain = v.pipe(
-  v.string("must be a string"),
-  v.regex(/^([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*)?$/, "must be a DNS domain such as apps.example.com (no scheme, port or path), or empty for no public URLs"),
-);
-
-/** An HTTP(S) origin as browsers send it: scheme://host[:port], nothing else. */
-const Origin = v.pipe(
-  v.string("must be a string"),
-  v.check((s) => {
-    try {
-      const u = new URL(s);
-      return (u.protocol === "http:" || u.protocol === "https:") && u.origin === s;
-    } catch {
-      return false;
-    }
-  }, "an origin is scheme://host[:port] with no path or trailing slash, e.g. https://board.example.com"),
-);
-
-/** A bearer token. Messages never include the value. */
-export const Token = v.pipe(
-  v.string("a token must be a string"),
-  v.minLength(1, "a token must not be empty"),
-  v.maxLength(4096, "a token must be at most 4096 characters"),
-  v.regex(/^[\x21-\x7e]+$/, "a token must be printable ASCII without spaces"),
-);
-
-const Url = v.pipe(
-  v.string("must be a string"),
-  v.check((s) => {
-    try {
-      return ["http:", "https:", "ws:", "wss:"].includes(new URL(s).protocol);
-    } catch {
-      return false;
-    }
-  }, `must be an http(s):// or ws(s):// URL, e.g. ${DEFAULT_URL}`),
-);
-
-/** "a, b or c". */
-function orList(values: readonly string[]): string {
-  return values.length < 2 ? values.join("") : `${values.slice(0, -1).join(", ")} or ${values.at(-1)}`;
+/** Whether a command reads the config file: when any of its settings has a file key. */
+export function readsFile(command: Command): boolean {
+  return rowsOf(command).some((r) => r.file);
 }
 
-/** The schema of one value of `row` (no default: {@link settingsSchema} adds those). */
-export function valueSchema(row: SettingDef): v.GenericSchema {
-  switch (row.type) {
-    case "int":
-      return int(row.min ?? 0, row.max ?? Number.MAX_SAFE_INTEGER, row.what);
-    case "seconds":
-      return seconds(row.min ?? 0, row.max);
-    case "bool":
-      return v.boolean("must be true or false");
-    case "string":
-      return nonEmpty;
-    case "enum":
-      return v.picklist(row.values ?? [], row.message ?? `must be ${orList(row.values ?? [])}`);
-    case "domain":
-      return Domain;
-    case "namespaces":
-      return Namespaces;
-    case "tokens":
-      return v.array(Token, "must be a list of tokens");
-    case "token":
-      return Token;
-    case "origins":
-      return v.array(Origin, "must be a list of origins");
-    case "url":
-      return Url;
-    case "name":
-      return Name;
-    case "text":
-      return v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty"), v.maxLength(row.max ?? 8192, "is too long"));
-  }
+/** A boolean flag with both spellings of false (`--no-sandbox`, `--sandbox=false`); `--no-snapshot`-style rows are their own flag. */
+export function isTwoWayBool(r: SettingDef): boolean {
+  return r.type === "bool" && r.flag !== undefined && !r.negate;
 }
 
-/** The schema of a command's merged settings: strict, each setting validated, defaults filled in. */
-export function settingsSchema(command: Command): v.GenericSchema<Record<string, unknown>, Record<string, unknown>> {
-  const entries: Record<string, v.GenericSchema> = {};
-  for (const row of rowsOf(command)) {
-    if (row.into !== undefined) continue;
-    const d = row.default;
-    // Lists get a fresh copy: a caller may change its settings.
-    entries[row.key] = d === undefined ? v.optional(valueSchema(row)) : v.optional(valueSchema(row), Array.isArray(d) ? () => [...d] : d);
-  }
-  return v.strictObject(entries) as v.GenericSchema<Record<string, unknown>, Record<string, unknown>>;
+/** The keys also accepted nested under Flyte's `internalApps:` in the config file. */
+export function internalAppsKeys(): string[] {
+  return (SETTINGS as readonly SettingDef[]).filter((r) => r.file && r.internalApps).map((r) => r.key);
 }

@@ -1,40 +1,16 @@
 /**
- * The settings from `APPWATCH_*` variables alone: the environment layer of `config.ts`, without
- * files, flags or `node:` built-ins, so the Cloudflare Worker (whose `env` bindings are its only
- * configuration) reads the same variables, with the same checks and messages, as the CLI.
+ * The environment layer: each setting's `APPWATCH_*` variable, read and checked. No files, flags
+ * or `node:` built-ins, so the Cloudflare Worker (whose `env` bindings are its only configuration)
+ * reads the same variables, with the same checks and messages, as the CLI ({@link settingsFromEnv}),
+ * and its own two (the API server and its token: {@link workerSettingsFromEnv});
+ * `load.ts` puts this layer between the config file and the flags.
  * @module
  */
 import * as v from "valibot";
-import { type Command, RULES, rowsOf, type SettingDef, settingsSchema, type SettingsOf, type StringKind, stringKind, valueSchema } from "./settings.ts";
+import { check, type Layer, type Problems, settingsSchema, type StringKind, stringKind, valueSchema } from "./schemas.ts";
+import { type Command, RULES, rowsOf, type SettingDef, type SettingsOf, workerRows, type WorkerSettings } from "./table.ts";
 
-/** Settings by key, as one layer (file, environment or flags) gives them. */
-export type Layer = Record<string, unknown>;
-/** Problems found so far, each naming its key and source. */
-export type Problems = string[];
-
-/** A value for an error message, shortened. */
-export function describe(value: unknown): string {
-  const s = JSON.stringify(value);
-  return s === undefined ? String(value) : s.length > 80 ? `${s.slice(0, 77)}...` : s;
-}
-
-/** Validates one value of `row`; pushes `<label>: <message>` problems. */
-export function check(row: SettingDef, value: unknown, label: string, problems: Problems): unknown {
-  const r = v.safeParse(valueSchema(row), value);
-  if (r.success) return r.output;
-  const secret = row.secret ?? false;
-  const seen = new Set<string>();
-  for (const issue of r.issues) {
-    const index = issue.path?.find((p) => typeof p.key === "number")?.key;
-    const where = typeof index === "number" && Array.isArray(value) ? (secret ? `: item ${index + 1}` : `: ${describe(value[index])}`) : "";
-    const got = secret || where || value === undefined ? "" : `; got ${describe(value)}`;
-    const line = `${label}${where}: ${issue.message}${got}`;
-    if (!seen.has(line)) problems.push(line);
-    seen.add(line);
-  }
-  return undefined;
-}
-
+/** `a, b,,c` → `["a", "b", "c"]`: a list setting given as one string (environment, flag, YAML scalar). */
 export function splitList(s: string): string[] {
   return s.split(",").map((x) => x.trim()).filter(Boolean);
 }
@@ -70,7 +46,6 @@ export function readEnvLayer(rows: readonly SettingDef[], env: Record<string, st
   return layer;
 }
 
-
 /**
  * `command`'s settings from the environment alone (defaults for the rest). Settings read from a
  * file (`authTokensFile`) are refused: there is no file system to read them from where this is used.
@@ -90,4 +65,24 @@ export function settingsFromEnv<C extends Command>(command: C, env: Record<strin
   const rules = RULES[command] as readonly { key: string; check: (s: SettingsOf<C>) => boolean; message: string }[];
   const broken = rules.filter((rule) => !rule.check(settings)).map((rule) => `${byKey.get(rule.key)?.env ?? rule.key}: ${rule.message}`);
   return broken.length > 0 ? { ok: false, problems: broken } : { ok: true, settings };
+}
+
+/**
+ * The Cloudflare Worker's own settings (`workerRows()`: the API server and its token) from its
+ * bindings. Reported as the Worker always has: the first problem only, `<VARIABLE> is required` or
+ * `<VARIABLE> <message>`; a blank token is an error, not unset.
+ */
+export function workerSettingsFromEnv(env: Record<string, string>): { ok: true; settings: WorkerSettings } | { ok: false; message: string } {
+  const rows = workerRows();
+  const schema = v.object(Object.fromEntries(rows.map((row) => [row.env!, row.required ? valueSchema(row) : v.optional(valueSchema(row))])));
+  const r = v.safeParse(schema, env);
+  if (!r.success) {
+    const first = r.issues[0];
+    const key = first.path?.map((p) => String(p.key)).join(".") ?? "?";
+    // A missing key's own message is valibot's "Invalid key: …": say what to set instead.
+    return { ok: false, message: first.input === undefined ? `${key} is required` : `${key} ${first.message}` };
+  }
+  const output = r.output as Record<string, unknown>;
+  const settings = Object.fromEntries(rows.filter((row) => output[row.env!] !== undefined).map((row) => [row.key, output[row.env!]]));
+  return { ok: true, settings: settings as WorkerSettings };
 }

@@ -6,8 +6,10 @@
  * 3. else `~/.kube/config`;
  * 4. else the in-cluster service account (`KUBERNETES_SERVICE_HOST`/`_PORT`).
  *
- * The result, {@link ClusterConfig}, holds PEM text and an auth description;
- * `credentials.ts` and `transport.ts` turn it into a working client.
+ * The result, {@link ClusterConfig} (`types.ts`), holds PEM text and an auth description;
+ * `credentials.ts` and `transport.ts` turn it into a working client. This module does the I/O
+ * (files, environment, the service-account directory); the kubeconfig format itself (schemas,
+ * merging, context selection) is `kubeconfig.ts`.
  * @module
  */
 import { readFile as fsReadFile } from "node:fs/promises";
@@ -16,6 +18,7 @@ import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import process from "node:process";
 import type { Logger } from "../log.ts";
 import { silentLogger } from "../log.ts";
+import type { ClusterAuth, ClusterConfig, ExecClusterInfo, TlsConfig } from "./types.ts";
 import {
   decodeBase64,
   encodeBase64,
@@ -33,50 +36,6 @@ import {
 } from "./kubeconfig.ts";
 
 export { type ExecConfig, KubeconfigError };
-
-/** TLS settings for the API server connection (PEM text, never file paths). */
-export interface TlsConfig {
-  /** CA bundle that signs the API server certificate. */
-  ca?: string;
-  /** Client certificate (chain). */
-  cert?: string;
-  /** Client private key: RSA PKCS#1, PKCS#8 or EC SEC1 PEM. */
-  key?: string;
-  insecureSkipVerify: boolean;
-  /** Name to verify the server certificate against (and send as SNI) instead of the URL host. */
-  serverName?: string;
-}
-
-/** Cluster information handed to an exec plugin when `provideClusterInfo` is true. */
-export interface ExecClusterInfo {
-  server: string;
-  /** base64 of the CA PEM, as in the kubeconfig. */
-  certificateAuthorityData?: string;
-  insecureSkipTlsVerify?: boolean;
-  tlsServerName?: string;
-  /** The cluster's `client.authentication.k8s.io/exec` extension, if any. */
-  config?: unknown;
-}
-
-/** How requests authenticate (client certificates live in {@link TlsConfig}). */
-export type ClusterAuth =
-  | { type: "none" }
-  | { type: "token"; token: string }
-  | { type: "tokenFile"; path: string }
-  | { type: "basic"; username: string; password: string }
-  | { type: "exec"; exec: ExecConfig; cluster?: ExecClusterInfo };
-
-/** Everything needed to talk to one API server. */
-export interface ClusterConfig {
-  /** Base URL, e.g. `https://127.0.0.1:6443` (no trailing slash). */
-  server: string;
-  /** Context / service-account namespace. */
-  namespace: string | undefined;
-  tls: TlsConfig;
-  auth: ClusterAuth;
-  /** e.g. `kubeconfig /root/.kube/config, context "kind-kind"` or `in-cluster` (for logs; never secrets). */
-  source: string;
-}
 
 /** The service-account directory mounted into pods. */
 export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
