@@ -25,7 +25,8 @@ import { GetAppPathSchema, GetAppQuerySchema, issuesOf, ListQuerySchema, parseQu
 import { isRefusal, type StreamRequest, StreamSessions } from "./session.ts";
 import type { TickerStats } from "./ticker.ts";
 import * as v from "valibot";
-import { type AppRuntime, badHandshake, CLOSE, OpenStreams, sseStream, webSocketStream } from "./transports.ts";
+import { OpenStreams } from "./open-streams.ts";
+import { type AppRuntime, badHandshake, CLOSE, sseStream, webSocketStream } from "./transports.ts";
 
 export { CLOSE } from "./transports.ts";
 export type { AppRuntime } from "./transports.ts";
@@ -75,6 +76,8 @@ export interface AppwatchApp {
   closeStreams(code?: number, reason?: string): void;
   /** Resolves once every WebSocket, SSE and Connect stream is closed (or after `timeoutMs`). */
   whenClosed(timeoutMs: number): Promise<void>;
+  /** Streams open now, of every transport. */
+  readonly openStreams: number;
   /** The heartbeat ticker's statistics (it runs only while a stream is open). */
   heartbeatStats(): TickerStats;
 }
@@ -127,7 +130,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
   const clock = options.clock ?? realClock;
   const runtime = options.runtime;
   const sessions = new StreamSessions(client, { ...limits, clock, sandbox: cluster.sandbox }, metrics, log);
-  const streams = new OpenStreams(() => metrics.connectStreams, clock);
+  const streams = new OpenStreams(clock);
   const transport = { sessions, metrics, log, limits, clock, streams };
 
   const app = new Hono();
@@ -170,9 +173,10 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     ...(auth ? { auth } : {}),
     ...(origins ? { origins } : {}),
     sessions,
+    streams,
     maxMessageBytes: limits.maxMessageBytes,
   });
-  mountConnect(app, appService, metrics, runtime ? (c) => runtime.clientAddress(c) : undefined, () => streams.closed());
+  mountConnect(app, appService, runtime ? (c) => runtime.clientAddress(c) : undefined);
 
   mountBoard(app); // the live app board: GET /, /board/* (docs/board.md)
 
@@ -278,12 +282,15 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     metrics,
     appService,
     whenClosed: (timeoutMs: number) => streams.whenClosed(timeoutMs),
+    get openStreams() {
+      return streams.size;
+    },
     heartbeatStats: () => sessions.heartbeatStats(),
     closeStreams(code: number = CLOSE.goingAway, reason = "server shutting down") {
       closing = true;
+      appService.close(reason); // first: a Connect Watch ended below must see why
       streams.closeAll(code, reason);
       sessions.close(reason);
-      appService.close(reason);
     },
   };
 }

@@ -150,7 +150,7 @@ export function compose<C extends ClusterSource>(settings: ServiceSettings, io: 
         log.info("shutting down", { deadlineSeconds: settings.shutdownTimeoutSeconds });
         const ordered = async () => {
           await quietly(() => stopWatch.abort());
-          const hadStreams = api.metrics.wsConnections + api.metrics.sseConnections + api.metrics.connectStreams > 0;
+          const hadStreams = api.openStreams > 0;
           await quietly(() => api.closeStreams(CLOSE.goingAway, "server shutting down"));
           // Give clients up to a second to receive the close frame before connections are cut (woken
           // by the last close; Connect streams end with their end-stream frame inside closeStreams).

@@ -14,6 +14,7 @@ import { type Clock, realClock } from "../watch/clock.ts";
 import type { SendResult, ServerAdapter, SocketSink } from "./adapters/types.ts";
 import { type Frame, frameOf, pongFrame } from "./frames.ts";
 import { errorResponse } from "./errors.ts";
+import type { Closable, OpenStreams } from "./open-streams.ts";
 import type { ServiceMetrics } from "./metrics.ts";
 import { ClientMessageSchema, issuesOf } from "./schemas.ts";
 import type { SessionItem } from "./frames.ts";
@@ -50,60 +51,6 @@ export interface TransportContext {
   streams: OpenStreams;
 }
 
-/** One open stream as shutdown sees it: a way to end it (a WebSocket close code, or just the end for SSE). */
-export interface Closable {
-  shutdown(code: number, reason: string): void;
-}
-
-/**
- * Every open WebSocket and SSE stream (and, by count, the Connect streams): what shutdown ends and
- * waits for. `whenClosed` is woken by the last close, not by polling.
- */
-export class OpenStreams {
-  readonly #hooks = new Set<Closable>();
-  readonly #waiters = new Set<() => void>();
-  readonly #others: () => number;
-  readonly #clock: Clock;
-
-  /** `others`: streams counted elsewhere (Connect's) that must be gone too. */
-  constructor(others: () => number, clock: Clock = realClock) {
-    this.#others = others;
-    this.#clock = clock;
-  }
-
-  add(hook: Closable): void {
-    this.#hooks.add(hook);
-  }
-
-  /** A stream's transport is gone (`hook` undefined: one counted elsewhere); wakes the waiters once none is left. */
-  closed(hook?: Closable): void {
-    if (hook) this.#hooks.delete(hook);
-    if (this.#allClosed()) for (const w of [...this.#waiters]) w();
-  }
-
-  /** Ends every registered stream. */
-  closeAll(code: number, reason: string): void {
-    for (const stream of [...this.#hooks]) stream.shutdown(code, reason);
-  }
-
-  /** Resolves once every stream is closed, or after `timeoutMs`. */
-  whenClosed(timeoutMs: number): Promise<void> {
-    if (this.#allClosed()) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const done = () => {
-        this.#clock.clearTimeout(timer);
-        this.#waiters.delete(done);
-        resolve();
-      };
-      const timer = this.#clock.setTimeout(done, timeoutMs, "close-wait");
-      this.#waiters.add(done);
-    });
-  }
-
-  #allClosed(): boolean {
-    return this.#hooks.size === 0 && this.#others() === 0;
-  }
-}
 
 
 /** A WebSocket stream; `slot` is released when the session ends, or here if it never starts. */

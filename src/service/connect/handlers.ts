@@ -37,6 +37,7 @@ import type { BearerAuth } from "../auth.ts";
 import type { ServiceMetrics } from "../metrics.ts";
 import { isRefusal, type StreamSessions } from "../session.ts";
 import { watchMessage } from "./frames.ts";
+import type { OpenStreams } from "../open-streams.ts";
 import { RESUME_HEADER, START_HEADER } from "./names.ts";
 import { AppIdJson, errorText, GetRequestJson, invalid, ListRequestJson, watchTargetOf } from "./requests.ts";
 import { ConnectSink, WatchRun } from "./watch-run.ts";
@@ -50,27 +51,32 @@ export interface ConnectRoutesOptions {
   origins?: Set<string>;
   /** The service's stream sessions: Watch streams are admitted and run there, like WebSocket and SSE. */
   sessions: StreamSessions;
+  /** The service's registry of open streams (shutdown ends and awaits them): every Watch is in it until it is gone. */
+  streams: OpenStreams;
   /** Largest request message in bytes. */
   maxMessageBytes: number;
 }
 
 /** Controls the Connect Watch streams from outside (shutdown). */
 export interface ConnectStreams {
-  /** Ends every open Watch stream with `unavailable` and refuses new ones. */
+  /**
+   * Refuses new Watch streams with `unavailable`, and makes the open ones end with it when the
+   * registry ({@link ConnectRoutesOptions.streams}) shuts them down: call it first.
+   */
   close(reason: string): void;
-  /** Open Watch streams. */
-  readonly open: number;
 }
 
 const clientAddressKey = createContextKey<string>("unknown", { description: "client address" });
 /** A request body found undecodable before connect-es read it (input.ts): the interceptor throws it. */
 const rejectionKey = createContextKey<ConnectError | undefined>(undefined, { description: "request rejection" });
 
-/** Whether a request opened a Watch stream (counted in `appwatch_connect_streams` until its body is drained). */
+/** Whether a request opened a Watch stream (registered, and counted in `appwatch_connect_streams`, until its body is drained). */
 export interface StreamState {
   opened: boolean;
-  /** The transport counts the stream down once its body is drained (else the handler does, when it returns). */
+  /** The transport calls {@link release} once the body is drained (else the handler does, when it returns). */
   drainTracked: boolean;
+  /** Set by the handler when the stream opens: takes it out of the registry (once). */
+  release?: () => void;
   /**
    * Offered by mountConnect (mount.ts) only: a Connect-protocol (not gRPC-Web, not compressed) Watch
    * hands its admitted stream over here once the start item set the response headers, and
@@ -104,7 +110,7 @@ export interface AppServiceHandlers extends ConnectStreams {
 /** Builds AppService's implementation over `options.client`. */
 export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServiceHandlers {
   const { client, metrics, log } = options;
-  const streams = new Set<AbortController>();
+  const { streams } = options;
   let closing: string | undefined;
 
   // Origin allow-list, then bearer auth: the same rules as /v1/*, answered as Connect errors.
@@ -177,10 +183,21 @@ export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServ
         throw new ConnectError(slot.message, slot.status === 429 ? Code.ResourceExhausted : Code.Unavailable);
       }
       const stop = new AbortController();
-      streams.add(stop);
-      metrics.connectStreams++;
+      const hook = { shutdown: () => stop.abort() };
+      streams.add(hook);
+      metrics.connectStreams++; // the gauge only: what is open is the registry's to say
+      let released = false;
+      const release = () => {
+        if (released) return;
+        released = true;
+        metrics.connectStreams--;
+        streams.closed(hook);
+      };
       const state = ctx.values.get(streamStateKey);
-      if (state) state.opened = true;
+      if (state) {
+        state.opened = true;
+        state.release = release;
+      }
       const onGone = () => stop.abort();
       ctx.signal.addEventListener("abort", onGone, { once: true });
       const sink = new ConnectSink();
@@ -188,8 +205,7 @@ export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServ
         .then((end) => sink.finish(end), (err) => sink.finish(undefined, err));
       const watch = new WatchRun(sink, stop, log, () => closing, async () => {
         await run;
-        streams.delete(stop);
-        if (!state?.drainTracked) metrics.connectStreams--;
+        if (!state?.drainTracked) release();
       });
       let handedOff = false;
       try {
@@ -246,10 +262,6 @@ export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServ
     maxMessageBytes: options.maxMessageBytes,
     close(reason) {
       closing = reason;
-      for (const s of [...streams]) s.abort();
-    },
-    get open() {
-      return streams.size;
     },
   };
 }

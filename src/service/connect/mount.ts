@@ -12,7 +12,6 @@ import { createConnectRouter } from "@connectrpc/connect";
 import { universalServerRequestFromFetch, universalServerResponseToFetch } from "@connectrpc/connect/protocol";
 import type { Context, Hono } from "hono";
 import { AppService } from "../../flyte/proto/app_service_pb.ts";
-import type { ServiceMetrics } from "../metrics.ts";
 import type { AppServiceHandlers, StreamState } from "./handlers.ts";
 import { checkBinaryRequest } from "./input.ts";
 import { APP_SERVICE_PATH } from "./names.ts";
@@ -27,10 +26,7 @@ import type { WatchRun } from "./watch-run.ts";
 export function mountConnect(
   app: Hono,
   service: AppServiceHandlers,
-  metrics: ServiceMetrics,
   clientAddress?: (c: Context) => string | undefined,
-  /** Called when a Watch stream's body has been drained (its end-stream frame taken). */
-  onDrained?: () => void,
 ): void {
   const router = createConnectRouter({ connect: true, grpcWeb: true, grpc: false });
   service.routes(router);
@@ -46,12 +42,8 @@ export function mountConnect(
       const stream: StreamState = { opened: false, drainTracked: true, handoff: (watch) => (handedOff = watch) };
       request.contextValues = service.contextValues(clientAddress?.(c) ?? "unknown", stream, checked.rejection);
       const universal = await handler(request);
-      const drained = () => {
-        if (stream.opened) {
-          metrics.connectStreams--;
-          onDrained?.();
-        }
-      };
+      // The body drained (its end-stream frame taken): the stream is gone from the registry.
+      const drained = () => stream.release?.();
       if (handedOff !== undefined) {
         // connect-es's body is only the end-stream frame of the generator it saw return: dropped.
         const rest = universal.body;
