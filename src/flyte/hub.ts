@@ -8,9 +8,9 @@
 import type { Logger } from "../log.ts";
 import { type Clock, realClock } from "../watch/clock.ts";
 import { Journal } from "./journal.ts";
-import type { App, Identifier, WatchResponse } from "./model.ts";
+import { type App, appOf, type Identifier, type WatchEventKind, watchEventKind, type WatchResponse } from "./model.ts";
 import type { AppChange } from "./journal.ts";
-import { appOf, type SlowConsumerPolicy, Subscription } from "./subscriptions.ts";
+import { type SlowConsumerPolicy, Subscription } from "./subscriptions.ts";
 
 /**
  * What a subscription receives:
@@ -25,6 +25,20 @@ export type SubscribeTarget =
   | { org?: string; project: string; domain: string; name?: undefined }
   | { org?: string; project: string; domain?: undefined; name?: undefined }
   | { org: string; project?: undefined; domain?: undefined; name?: undefined };
+
+/** What a watch asks for, by the parts it names (validated by the caller), and its kind for metrics. */
+export function subscribeTarget(p: { org?: string; project?: string; domain?: string; name?: string }): { target: SubscribeTarget; kind: "app" | "project" | "org" | "all" } {
+  const org = p.org ? { org: p.org } : {};
+  const { project, domain, name } = p;
+  if (project !== undefined && domain !== undefined && name !== undefined) return { target: { ...org, project, domain, name }, kind: "app" };
+  if (project !== undefined) return { target: domain !== undefined ? { ...org, project, domain } : { ...org, project }, kind: "project" };
+  if (p.org) return { target: { org: p.org }, kind: "org" };
+  // No target: every app.
+  return { target: "", kind: "all" };
+}
+
+/** The `appwatch_app_events_total` counter (its `kind` label) of each event kind. */
+const EVENT_COUNTER = { createEvent: "create", updateEvent: "update", deleteEvent: "delete" } as const satisfies Record<WatchEventKind, string>;
 
 /** Options of {@link AppHub.subscribe}. */
 export interface SubscribeOptions {
@@ -309,8 +323,7 @@ export class AppHub {
   }
 
   #publish(event: WatchResponse, shown: Shown, stream: string | undefined): void {
-    const kind = "createEvent" in event ? "create" : "updateEvent" in event ? "update" : "delete";
-    this.#options.metrics.events[kind]++;
+    this.#options.metrics.events[EVENT_COUNTER[watchEventKind(event)]]++;
     const change: AppChange = { key: shown.appKey, event };
     if (stream !== undefined) {
       change.token = this.journal.token();

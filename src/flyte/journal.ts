@@ -17,6 +17,7 @@
  * @module
  */
 import * as v from "valibot";
+import { base64UrlToText, textToBase64Url } from "../base64url.ts";
 import { compareResourceVersions } from "../watch/resource-version.ts";
 import type { WatchResponse } from "./model.ts";
 
@@ -38,34 +39,17 @@ const TokenSchema = v.strictObject({
   p: v.record(v.pipe(v.string(), v.maxLength(253)), v.pipe(v.string(), v.regex(/^[0-9]{1,40}$/))),
 });
 
-function toBase64Url(text: string): string {
-  const bytes = new TextEncoder().encode(text);
-  let bin = "";
-  for (const b of bytes) bin += String.fromCharCode(b);
-  return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-}
-
-function fromBase64Url(text: string): string | undefined {
-  if (!/^[A-Za-z0-9_-]*$/.test(text)) return undefined;
-  try {
-    const bin = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
-    return new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
-  } catch {
-    return undefined;
-  }
-}
-
 /** Encodes a position as an opaque, URL-safe resume token. */
 export function encodeToken(position: Position): string {
   const p: Record<string, string> = {};
   for (const k of Object.keys(position).sort()) p[k] = position[k]!;
-  return toBase64Url(JSON.stringify({ v: 1, p }));
+  return textToBase64Url(JSON.stringify({ v: 1, p }));
 }
 
 /** Decodes a resume token; `undefined` when it is not one of ours. */
 export function decodeToken(token: string): Position | undefined {
   if (token.length > 8192) return undefined;
-  const text = fromBase64Url(token);
+  const text = base64UrlToText(token);
   if (text === undefined) return undefined;
   try {
     const parsed = v.safeParse(TokenSchema, JSON.parse(text));

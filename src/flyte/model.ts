@@ -125,6 +125,19 @@ export type WatchResponse =
   | { updateEvent: { updatedApp: App; oldApp?: App } }
   | { deleteEvent: { app: App } };
 
+/** Which of its three cases a {@link WatchResponse} is: its one key. */
+export type WatchEventKind = "createEvent" | "updateEvent" | "deleteEvent";
+
+/** The case of `e` (the one place that tells them apart). */
+export function watchEventKind(e: WatchResponse): WatchEventKind {
+  return "createEvent" in e ? "createEvent" : "updateEvent" in e ? "updateEvent" : "deleteEvent";
+}
+
+/** The App a {@link WatchResponse} carries. */
+export function appOf(e: WatchResponse): App {
+  return "createEvent" in e ? e.createEvent.app : "updateEvent" in e ? e.updateEvent.updatedApp : e.deleteEvent.app;
+}
+
 /** `flyteidl2.common.ClusterIdentifier`. */
 export interface ClusterIdentifier {
   organization?: string;

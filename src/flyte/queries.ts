@@ -5,6 +5,7 @@
  * — not by labels or KService names, which can disagree with it.
  * @module
  */
+import { base64UrlToText, textToBase64Url } from "../base64url.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { errorFromResponse } from "../kube/status.ts";
 import type { Logger } from "../log.ts";
@@ -38,16 +39,14 @@ export function notFoundText(name: string, kubernetesMessage?: string): string {
 
 /** A page token: the KService (`namespace/name`) the previous page ended with. Opaque, the same on every replica. */
 function encodePageToken(after: string): string {
-  let bin = "";
-  for (const b of new TextEncoder().encode(JSON.stringify({ v: 1, after }))) bin += String.fromCharCode(b);
-  return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return textToBase64Url(JSON.stringify({ v: 1, after }));
 }
 
 function decodePageToken(token: string): string {
   try {
-    if (!/^[A-Za-z0-9_-]{1,2048}$/.test(token)) throw new Error("not base64url");
-    const bin = atob(token.replace(/-/g, "+").replace(/_/g, "/"));
-    const json = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(bin, (c) => c.charCodeAt(0))));
+    const text = token.length <= 2048 && token !== "" ? base64UrlToText(token) : undefined;
+    if (text === undefined) throw new Error("not base64url");
+    const json = JSON.parse(text);
     if (json?.v !== 1 || typeof json.after !== "string") throw new Error("not a page token");
     return json.after;
   } catch {

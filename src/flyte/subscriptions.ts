@@ -15,7 +15,7 @@
  */
 import type { Logger } from "../log.ts";
 import { silentLogger } from "../log.ts";
-import type { App, Identifier, WatchResponse } from "./model.ts";
+import { type App, appOf, type Identifier, watchEventKind, type WatchResponse } from "./model.ts";
 import { Wakeup } from "../watch/wakeup.ts";
 import type { AppChange, ResumeFailure } from "./journal.ts";
 
@@ -81,16 +81,6 @@ export interface SubscriptionStats {
   pending: number;
 }
 
-type Kind = "create" | "update" | "delete";
-
-function kindOf(e: WatchResponse): Kind {
-  return "createEvent" in e ? "create" : "updateEvent" in e ? "update" : "delete";
-}
-
-/** The App a `WatchResponse` carries. */
-export function appOf(e: WatchResponse): App {
-  return "createEvent" in e ? e.createEvent.app : "updateEvent" in e ? e.updateEvent.updatedApp : e.deleteEvent.app;
-}
 
 const everything = () => true;
 
@@ -348,7 +338,7 @@ export class Subscription implements AsyncIterable<WatchResponse> {
       return next;
     }
     this.#stats.delivered++;
-    if (kindOf(next.event) === "delete") this.#known.delete(next.key);
+    if (watchEventKind(next.event) === "deleteEvent") this.#known.delete(next.key);
     else this.#known.add(next.key);
     if (next.token !== undefined) this.#delivered = next.token;
     return next;
@@ -396,9 +386,8 @@ export class Subscription implements AsyncIterable<WatchResponse> {
     const prev = this.#net!.get(change.key);
     if (prev) this.#stats.coalesced++;
     const app = appOf(change.event);
-    const kind = kindOf(change.event);
     const next: Net = prev ?? { app: undefined, last: app, deleted: false };
-    if (kind === "delete") {
+    if (watchEventKind(change.event) === "deleteEvent") {
       next.app = undefined;
       next.deleted = true;
     } else {

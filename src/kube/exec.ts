@@ -4,6 +4,7 @@
  * after a timeout. Knows nothing about ExecCredential; see `credentials.ts`.
  * @module
  */
+import { concatBytes } from "../bytes.ts";
 import { spawn } from "node:child_process";
 
 /** One plugin run. */
@@ -111,12 +112,5 @@ export const runExec: RunExec = (req) =>
   });
 
 function decode(chunks: Uint8Array[]): string {
-  const total = chunks.reduce((n, c) => n + c.byteLength, 0);
-  const buf = new Uint8Array(total);
-  let offset = 0;
-  for (const c of chunks) {
-    buf.set(c, offset);
-    offset += c.byteLength;
-  }
-  return new TextDecoder().decode(buf);
+  return new TextDecoder().decode(concatBytes(chunks));
 }

@@ -4,6 +4,7 @@
  * `rv: -1` is the "inconsistent continuation" offered in a 410 (continue at the latest state).
  * @module
  */
+import { base64UrlToText, textToBase64Url } from "../base64url.ts";
 import { badRequest } from "./errors.ts";
 
 /** A decoded continue token. */
@@ -19,22 +20,6 @@ export interface ContinueToken {
 }
 
 const VERSION = "meta.k8s.io/v1";
-
-function toBase64Url(text: string): string {
-  const bytes = new TextEncoder().encode(text);
-  let bin = "";
-  for (const b of bytes) bin += String.fromCharCode(b);
-  return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-}
-
-function fromBase64(text: string): string {
-  const std = text.replace(/-/g, "+").replace(/_/g, "/");
-  const padded = std + "=".repeat((4 - (std.length % 4)) % 4);
-  const bin = atob(padded);
-  const bytes = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-  return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-}
 
 /** Issues, decodes and expires continue tokens. */
 export class ContinueTokens {
@@ -60,7 +45,9 @@ export class ContinueTokens {
   decode(text: string): ContinueToken {
     let parsed: unknown;
     try {
-      parsed = JSON.parse(fromBase64(text));
+      const json = base64UrlToText(text);
+      if (json === undefined) throw new Error("illegal base64 data");
+      parsed = JSON.parse(json);
     } catch (e) {
       throw badRequest(`invalid continue token: ${(e as Error).message}`);
     }
@@ -94,6 +81,6 @@ export class ContinueTokens {
 
   #encode(rv: number, start: string): string {
     const body = { v: VERSION, rv, start, iat: Date.now(), seq: ++this.#seq };
-    return toBase64Url(JSON.stringify(body));
+    return textToBase64Url(JSON.stringify(body));
   }
 }

@@ -8,7 +8,8 @@
  * @module
  */
 import { type Context, Hono, type MiddlewareHandler } from "hono";
-import { type AppK8sClient, AppNotFoundError, InvalidPageTokenError, type SubscribeTarget } from "../flyte/app-client.ts";
+import { type AppK8sClient, AppNotFoundError, InvalidPageTokenError } from "../flyte/app-client.ts";
+import { subscribeTarget } from "../flyte/hub.ts";
 import type { App } from "../flyte/model.ts";
 import { KubeApiError } from "../kube/status.ts";
 import { type Logger, silentLogger } from "../log.ts";
@@ -101,12 +102,8 @@ function routeOf(path: string): string {
   return "other";
 }
 
-function targetOf(q: WatchQuery): { target: SubscribeTarget; kind: string } {
-  const org = q.org !== undefined ? { org: q.org } : {};
-  if (q.app !== undefined) return { target: { ...org, project: q.project!, domain: q.domain!, name: q.app }, kind: "app" };
-  if (q.project !== undefined) return { target: { ...org, project: q.project, domain: q.domain! }, kind: "project" };
-  if (q.org !== undefined) return { target: { org: q.org }, kind: "org" };
-  return { target: "", kind: "all" };
+function targetOf(q: WatchQuery): ReturnType<typeof subscribeTarget> {
+  return subscribeTarget({ ...q, name: q.app });
 }
 
 /** proto3 JSON of Flyte's ListResponse: empty fields omitted. */

@@ -5,7 +5,7 @@
  * An event's JSON is built once and shared by every subscriber that gets it.
  * @module
  */
-import type { WatchResponse } from "../flyte/model.ts";
+import { watchEventKind, type WatchResponse } from "../flyte/model.ts";
 import type { SubscriptionStart } from "../flyte/subscriptions.ts";
 
 /** What a stream delivers, whatever the transport. */
@@ -52,7 +52,7 @@ export function eventFrame(event: WatchResponse, token: string | undefined): Fra
     const cached = tokenFrames.get(event);
     if (cached !== undefined && cached.token === token) return cached;
   }
-  const kind: FrameKind = "createEvent" in event ? "createEvent" : "updateEvent" in event ? "updateEvent" : "deleteEvent";
+  const kind: FrameKind = watchEventKind(event);
   const json = watchResponseJson(event);
   if (token === undefined) return { kind, json };
   const frame: Frame = { kind, json: `${json.slice(0, -1)},"resume":${JSON.stringify(token)}}`, token };

@@ -11,7 +11,7 @@
  * @module
  */
 import type { AppK8sClient, SubscribeTarget } from "../flyte/app-client.ts";
-import type { WatchResponse } from "../flyte/model.ts";
+import { watchEventKind, type WatchResponse } from "../flyte/model.ts";
 import { LaggingError, type Receiver, type Subscription, type SubscriptionItem, type SubscriptionStart } from "../flyte/subscriptions.ts";
 import type { Logger } from "../log.ts";
 import type { SessionItem } from "./frames.ts";
@@ -332,7 +332,7 @@ class Session implements Receiver, StreamHandle {
       return false;
     }
     if (r === "ok") {
-      metrics.frameSent(item.kind === "event" ? eventKind(item.event) : item.kind);
+      metrics.frameSent(item.kind === "event" ? watchEventKind(item.event) : item.kind);
       return true;
     }
     if (r === "dropped") {
@@ -364,9 +364,6 @@ class Session implements Receiver, StreamHandle {
   }
 }
 
-function eventKind(e: WatchResponse): "createEvent" | "updateEvent" | "deleteEvent" {
-  return "createEvent" in e ? "createEvent" : "updateEvent" in e ? "updateEvent" : "deleteEvent";
-}
 
 /** Whether a request is a stream refused by {@link StreamSessions.admit}. */
 export function isRefusal(x: Slot | Refusal): x is Refusal {

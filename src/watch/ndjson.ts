@@ -7,6 +7,7 @@
  * @module
  */
 
+import { concatBytes } from "../bytes.ts";
 import { JsonPruner, type PrunePaths } from "./prune.ts";
 
 export type { PrunePaths } from "./prune.ts";
@@ -102,13 +103,8 @@ async function* frames(
 
   const take = (tail: Uint8Array): Uint8Array => {
     if (parts.length === 0) return tail;
-    const joined: Uint8Array = new Uint8Array(partsLength + tail.length);
-    let at = 0;
-    for (const p of parts) {
-      joined.set(p, at);
-      at += p.length;
-    }
-    joined.set(tail, at);
+    parts.push(tail);
+    const joined = concatBytes(parts, partsLength + tail.length);
     parts = [];
     partsLength = 0;
     return joined;

@@ -5,6 +5,7 @@
  * machine.ts's; the driver (reflector.ts) steps them.
  * @module
  */
+import { concatBytes } from "../bytes.ts";
 import * as v from "valibot";
 import type { KubeClient, Query } from "../kube/client.ts";
 import { errorFromResponse } from "../kube/status.ts";
@@ -108,13 +109,7 @@ async function readBody(res: Response, conn: Connection, metrics: ReflectorMetri
   }
   if (buf) return length === buf.length ? buf : buf.subarray(0, length);
   if (chunks.length === 1) return new Uint8Array(chunks[0]!); // a copy (a Node Buffer's slice() is a view): pruning writes into it
-  const all = new Uint8Array(length);
-  let at = 0;
-  for (const c of chunks) {
-    all.set(c, at);
-    at += c.length;
-  }
-  return all;
+  return concatBytes(chunks, length);
 }
 
 /**

@@ -7,6 +7,7 @@
  * (unary JSON, end-stream frame, gRPC-Web trailers).
  * @module
  */
+import { concatBytes } from "../../bytes.ts";
 import { type DescMessage, fromBinary } from "@bufbuild/protobuf";
 import { base64Decode } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -61,13 +62,7 @@ async function readUpTo(body: ReadableStream<Uint8Array>, limit: number): Promis
     }
     chunks.push(value);
   }
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
+  return concatBytes(chunks, size);
 }
 
 /**

@@ -5,7 +5,7 @@
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import * as v from "valibot";
-import type { SubscribeTarget } from "../../flyte/app-client.ts";
+import { subscribeTarget } from "../../flyte/hub.ts";
 import { Name } from "../schemas.ts";
 
 // Identities are names as in the REST API: before the first sync they reach label and field selectors.
@@ -44,7 +44,7 @@ export function errorText(err: unknown): string {
 }
 
 /** The subscription target of a `WatchRequest` (Flyte: only `appId`; here also `project` and `org`). */
-export function watchTargetOf(json: unknown): { target: SubscribeTarget; kind: string } {
+export function watchTargetOf(json: unknown): ReturnType<typeof subscribeTarget> {
   const req = v.safeParse(WatchRequestJson, json);
   if (!req.success) throw invalid("WatchRequest", req.issues);
   const r = req.output;
@@ -55,20 +55,19 @@ export function watchTargetOf(json: unknown): { target: SubscribeTarget; kind: s
     const id = v.safeParse(AppIdJson, r.appId);
     if (!id.success) throw invalid("appId", id.issues);
     const { org, project, domain, name } = id.output;
-    return { target: { ...(org ? { org } : {}), project, domain, name }, kind: "app" };
+    return subscribeTarget({ org, project, domain, name });
   }
   if (r.project !== undefined) {
     const p = v.safeParse(ProjectJson, r.project);
     if (!p.success) throw invalid("project", p.issues);
     const { organization, domain, name } = p.output;
-    const org = organization ? { org: organization } : {};
-    return { target: domain ? { ...org, project: name, domain } : { ...org, project: name }, kind: "project" };
+    return subscribeTarget({ org: organization, project: name, domain: domain || undefined });
   }
   if (r.org !== undefined) {
     const org = v.safeParse(Name, r.org);
     if (!org.success) throw new ConnectError(`org: ${org.issues[0].message}`, Code.InvalidArgument);
-    return { target: { org: r.org }, kind: "org" };
+    return subscribeTarget({ org: r.org });
   }
   // No target: every app (Flyte sends a snapshot of all apps and then never a live event).
-  return { target: "", kind: "all" };
+  return subscribeTarget({});
 }
