@@ -111,7 +111,7 @@ export type {
   WatchRequest,
   WatchResponse,
 } from "./src/flyte/model.ts";
-export { AppsConfigSchema, DEFAULT_APPS_CONFIG, IdentifierSchema, ListRequestSchema, WatchRequestSchema } from "./src/flyte/model.ts";
+export { DEFAULT_APPS_CONFIG } from "./src/flyte/model.ts";
 
 // The service: the Hono app (mount it in your own server) and the whole process
 export { type ApiLimits, type AppwatchApp, CLOSE, createApp, type CreateAppOptions } from "./src/service/app.ts";

@@ -3,7 +3,6 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import * as v from "valibot";
 import { createLogger, type Logger } from "../src/log.ts";
 import type { KubeObject } from "../src/watch/types.ts";
 import {
@@ -18,12 +17,8 @@ import { toProtoTimestamp } from "../src/flyte/timestamps.ts";
 import {
   type App,
   type AppsConfig,
-  AppsConfigSchema,
   type Condition,
   DEFAULT_APPS_CONFIG,
-  IdentifierSchema,
-  ListRequestSchema,
-  WatchRequestSchema,
 } from "../src/flyte/model.ts";
 import { KServiceName, publicIngress } from "../src/flyte/naming.ts";
 import { specFromAnnotation, specToAnnotation } from "../src/flyte/spec.ts";
@@ -566,48 +561,9 @@ describe("§2.3 spec annotation", () => {
   });
 });
 
-describe("model schemas and config", () => {
+describe("config", () => {
   test("DEFAULT_APPS_CONFIG is Flyte's internalApps defaults", () => {
     assert.deepEqual(DEFAULT_APPS_CONFIG, { baseDomain: "", scheme: "", ingressAppsPort: 0, watchBufferSize: 100 });
-  });
-  test("AppsConfigSchema fills defaults and ignores Flyte's other keys", () => {
-    assert.deepEqual(v.parse(AppsConfigSchema, {}), DEFAULT_APPS_CONFIG);
-    assert.deepEqual(v.parse(AppsConfigSchema, { enabled: true, baseDomain: "localhost", scheme: "http", ingressAppsPort: 30081 }), DEVBOX);
-    assert.equal(v.is(AppsConfigSchema, { ingressAppsPort: -1 }), false);
-    assert.equal(v.is(AppsConfigSchema, { watchBufferSize: 1.5 }), false);
-  });
-  test("IdentifierSchema: nulls dropped, unknown fields discarded (connect-go's JSON codec)", () => {
-    assert.deepEqual(v.parse(IdentifierSchema, { project: "p", domain: null, name: "n" }), { project: "p", name: "n" });
-    assert.deepEqual(v.parse(IdentifierSchema, { project: "p", extra: 1 }), { project: "p" });
-    assert.equal(v.is(IdentifierSchema, { project: 1 }), false);
-  });
-  test("WatchRequestSchema: oneof target, both field spellings, unknown fields discarded", () => {
-    const appId = { org: "o", project: "proj", domain: "dev", name: "myapp" };
-    assert.deepEqual(v.parse(WatchRequestSchema, { appId }), { appId });
-    assert.deepEqual(v.parse(WatchRequestSchema, { app_id: appId }), { appId });
-    assert.deepEqual(v.parse(WatchRequestSchema, { cluster_id: { name: "c" } }), { clusterId: { name: "c" } });
-    assert.deepEqual(v.parse(WatchRequestSchema, {}), {});
-    assert.deepEqual(v.parse(WatchRequestSchema, { org: null, appId }), { appId });
-    assert.equal(v.is(WatchRequestSchema, { org: "o", appId }), false);
-    assert.equal(v.is(WatchRequestSchema, { appId, app_id: appId }), false);
-    assert.deepEqual(v.parse(WatchRequestSchema, { target: { appId } }), {});
-    assert.deepEqual(v.parse(WatchRequestSchema, { appId: { ...appId, extra: true }, resumeToken: "x" }), { appId });
-  });
-  test("ListRequestSchema: limit as number or string, oneof filter_by, snake_case accepted", () => {
-    assert.deepEqual(v.parse(ListRequestSchema, { request: { limit: "10", token: "tok" }, project: { name: "p", domain: "d" } }), {
-      request: { limit: 10, token: "tok" },
-      project: { name: "p", domain: "d" },
-    });
-    assert.deepEqual(v.parse(ListRequestSchema, { request: { limit: 5, raw_filters: ["x"] }, include_total_count: true }), {
-      request: { limit: 5, rawFilters: ["x"] },
-      includeTotalCount: true,
-    });
-    assert.deepEqual(v.parse(ListRequestSchema, { artifact: { name: "a" } }), { artifact: { name: "a" } });
-    assert.equal(v.is(ListRequestSchema, { org: "o", project: { name: "p" } }), false);
-    assert.equal(v.is(ListRequestSchema, { request: { limit: -1 } }), false);
-    assert.equal(v.is(ListRequestSchema, { request: { limit: 4294967296 } }), false);
-    assert.equal(v.is(ListRequestSchema, { request: { limit: 1.5 } }), false);
-    assert.deepEqual(v.parse(ListRequestSchema, { bogus: 1, request: { limit: 2, bogus: 2 } }), { request: { limit: 2 } });
   });
 });
 

@@ -345,6 +345,19 @@ describe("AppService: raw HTTP, cross-checks and limits", () => {
       assert.deepEqual([unknown.status, unknown.body], [200, ok.body]);
       const snake = await post("/internal/flyteidl2.app.AppService/Get", { app_id: { project: "llm", domain: "production", name: "vllm-llama" } });
       assert.equal(snake.status, 200, "snake_case field names are accepted, as protojson does");
+      // proto3 JSON as protojson reads it: null is the default, a uint32 is a number or a decimal
+      // string, and a oneof takes at most one member (this is the parsing production runs).
+      const nulls = await post("/flyteidl2.app.AppService/List", { project: { name: "llm", domain: "production", organization: null }, request: null });
+      assert.deepEqual([nulls.status, nulls.body], [200, ok.body], nulls.text);
+      const limitText = await post("/flyteidl2.app.AppService/List", { request: { limit: "1" } });
+      const limitNumber = await post("/flyteidl2.app.AppService/List", { request: { limit: 1 } });
+      assert.equal(limitText.status, 200, limitText.text);
+      assert.equal(limitNumber.body.apps.length, 1);
+      assert.deepEqual(limitText.body, limitNumber.body);
+      const badLimit = await post("/flyteidl2.app.AppService/List", { request: { limit: 1.5 } });
+      assert.equal(badLimit.body.code, "invalid_argument", badLimit.text);
+      const twoMembers = await post("/flyteidl2.app.AppService/List", { org: "x", project: { name: "llm", domain: "production" } });
+      assert.equal(twoMembers.body.code, "invalid_argument", twoMembers.text);
 
       const message = encodeURIComponent(JSON.stringify({ project: { name: "llm", domain: "production" } }));
       const viaGet = await http(`${s.url}/internal/flyteidl2.app.AppService/List?connect=v1&encoding=json&message=${message}`);
