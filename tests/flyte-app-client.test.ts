@@ -43,11 +43,13 @@ function collect(sub: Subscription) {
   return { got, done, lines: () => got.map(describeEvent) };
 }
 
-async function setup(options: { watchBufferSize?: number; slowConsumer?: "coalesce" | "drop" | "disconnect" } = {}) {
+async function setup(options: { watchBufferSize?: number; slowConsumer?: "coalesce" | "drop" | "disconnect"; logs?: string[] } = {}) {
   const sb = await startSandbox({ bookmarkIntervalMs: 0 });
   const client = new KubeClient({ server: sb.url });
+  const logs = options.logs;
   const apps = new AppK8sClient({
     client,
+    ...(logs ? { logger: createLogger({ level: "warn", sink: (line) => logs.push(line) }) } : {}),
     namespace: "flyte",
     config: { baseDomain: "localhost", scheme: "http", ingressAppsPort: 30081, watchBufferSize: options.watchBufferSize ?? 100, slowConsumer: options.slowConsumer },
     watch: { idleTimeoutMs: 2_000, backoff: { initialMs: 5, maxMs: 50 } },
@@ -189,13 +191,18 @@ describe("AppK8sClient", () => {
   });
 
   test("a KService without flyte.org/app-id is counted and logged, never silently dropped", async () => {
-    const { sb, apps, close } = await setup();
+    const logs: string[] = [];
+    const { sb, apps, close } = await setup({ logs });
     try {
       await apps.startWatching();
       const bad = ksvc("proj", "dev", "bad");
       delete bad.metadata.annotations!["flyte.org/app-id"];
       sb.sandbox.create("services", bad);
       await waitFor(() => apps.metrics.conversionErrors === 1, "counted");
+      const warnings = logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((r) => r.msg === "KService cannot be converted to an app; skipped");
+      assert.equal(warnings.length, 1, `logged once: ${logs.join("\n")}`);
+      assert.equal(warnings[0]!.level, "warn");
+      assert.match(String(warnings[0]!.ksvc), /^flyte\/bad-/, "the warning names the KService");
     } finally {
       await close();
     }
