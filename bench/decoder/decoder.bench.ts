@@ -40,7 +40,7 @@ import { dirname, join } from "node:path";
 import { ndjsonValues } from "../../src/watch/ndjson.ts";
 import { KubeClient } from "../../src/kube/client.ts";
 import { createKubeClient } from "../../src/kube/connect.ts";
-import { KSERVICE_PRUNE, kserviceWatcherOptions } from "../../src/flyte/app-client.ts";
+import { KSERVICE_PRUNE, kserviceWatcherOptions } from "../../src/flyte/kservices.ts";
 import { createWatcher } from "../../src/watch/group.ts";
 import { Reflector } from "../../src/watch/reflector.ts";
 import { KNATIVE_SERVICES } from "../../src/watch/types.ts";
@@ -145,7 +145,7 @@ function memoryStream(chunks: readonly Uint8Array[]): ReadableStream<Uint8Array>
 
 type ClientNode = typeof import("@kubernetes/client-node");
 
-/** What AppK8sClient prunes from its watch (src/flyte/app-client.ts). */
+/** What AppK8sClient prunes from its watch (src/flyte/kservices.ts). */
 const APP_PRUNE: PrunePaths = [["object", "metadata", "managedFields"], ["object", "spec"]];
 
 async function loadClientNode(): Promise<{ lib?: ClientNode; error?: string }> {

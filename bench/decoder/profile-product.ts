@@ -11,7 +11,7 @@
  */
 import process from "node:process";
 import { createKubeClient } from "../../src/kube/connect.ts";
-import { KSERVICE_PRUNE, kserviceWatcherOptions } from "../../src/flyte/app-client.ts";
+import { KSERVICE_PRUNE, kserviceWatcherOptions } from "../../src/flyte/kservices.ts";
 import { createWatcher } from "../../src/watch/group.ts";
 import { runtimeName } from "../../src/runtime.ts";
 import { BENCH_NAMESPACE } from "../lib/data.ts";

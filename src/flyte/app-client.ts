@@ -9,14 +9,13 @@
 import type { KubeClient } from "../kube/client.ts";
 import { errorFromResponse } from "../kube/status.ts";
 import { type Logger, silentLogger } from "../log.ts";
-import { createWatcher, type ObjectWatcher, type WatcherOptions } from "../watch/group.ts";
-import type { PrunePaths } from "../watch/prune.ts";
+import { createWatcher, type ObjectWatcher } from "../watch/group.ts";
 import { type Clock, realClock } from "../watch/clock.ts";
-import type { ReflectorHealth, ReflectorOptions } from "../watch/reflector.ts";
+import type { ReflectorHealth } from "../watch/reflector.ts";
 import { collectionPath, KNATIVE_REVISIONS, KNATIVE_SERVICES, type KubeObject, objectKey, type ReflectorEvent } from "../watch/types.ts";
 import { AppConverter } from "./convert.ts";
 import { AppHub, type HubMetrics, type SubscribeOptions, type SubscribeTarget } from "./hub.ts";
-import { KServiceApps, revisionOf, slimKService } from "./kservices.ts";
+import { KServiceApps, kserviceWatcherOptions, type KServiceWatchTuning, revisionOf } from "./kservices.ts";
 import { type App, type AppsConfig, DEFAULT_APPS_CONFIG, type Identifier } from "./model.ts";
 import { APP_MANAGED_SELECTOR, AppNotFoundError, getApp, InvalidPageTokenError, listApps, notFoundText, type QuerySource } from "./queries.ts";
 import { RevisionReplicas } from "./replicas.ts";
@@ -34,46 +33,13 @@ export interface AppK8sClientOptions {
   config?: Partial<AppsConfig> & { slowConsumer?: SlowConsumerPolicy };
   logger?: Logger;
   /** Tuning of the underlying watches (timeouts, backoff, initial list mode). */
-  watch?: Partial<Omit<ReflectorOptions<KubeObject>, "client" | "resource" | "namespace" | "labelSelector">>;
+  watch?: KServiceWatchTuning;
   /** Watch Revisions for `currentReplicas` (default true; needs list and watch on revisions.serving.knative.dev). */
   replicas?: boolean;
   /** How many recent app changes are kept for resuming subscriptions (default 10,000). */
   resumeWindow?: number;
   /** Time for both watches, the sync deadline and catch-up waits (tests: a `VirtualClock`). Default: the real clock. */
   clock?: Clock;
-}
-
-/** What the app KService watch never reads: `spec` and `metadata.managedFields` (watch-event form). */
-export const KSERVICE_PRUNE: PrunePaths = [["object", "metadata", "managedFields"], ["object", "spec"]];
-
-/**
- * The options of the app KService watch, exactly as {@link AppK8sClient} builds them (the B1
- * benchmark's "product path" runs these too): the label selector, and {@link KSERVICE_PRUNE} cut at
- * the byte level before JSON.parse (`prune.ts`) from watch lines and (as `items.*.…`) list pages.
- * Pruning is on for every runtime: BENCHMARKS.md B1, product path pruned ÷ unpruned, same run, same
- * bytes (2026-12-02 05:30 UTC): Node 1.12×, Deno 1.06×, Bun 1.14×. With a caller's own
- * `watch.prune`, `slimKService` drops what that leaves after parsing.
- */
-export function kserviceWatcherOptions(
-  client: KubeClient,
-  namespaces: string[],
-  watch: AppK8sClientOptions["watch"] = {},
-  logger: Logger = silentLogger,
-): WatcherOptions<KubeObject> {
-  const { parse } = watch;
-  // Only a caller's own prune can leave managedFields or spec in the parsed object.
-  const slim = watch.prune === undefined ? undefined : slimKService;
-  return {
-    // Never read: cut before JSON.parse from watch lines and (as items.*.…) list pages (B1, B2).
-    prune: KSERVICE_PRUNE,
-    ...watch,
-    parse: parse && slim ? (obj) => slim(parse(obj)) : parse ?? slim,
-    client,
-    resource: KNATIVE_SERVICES,
-    namespaces,
-    labelSelector: APP_MANAGED_SELECTOR,
-    logger,
-  };
 }
 
 /** Options of {@link AppK8sClient.startWatching}. */
