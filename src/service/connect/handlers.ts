@@ -33,7 +33,7 @@ import {
 } from "../../flyte/proto/app_service_pb.ts";
 import type { Logger } from "../../log.ts";
 import { KubeApiError } from "../../kube/status.ts";
-import type { BearerAuth } from "../auth.ts";
+import type { AccessGuard } from "../access.ts";
 import type { ServiceMetrics } from "../metrics.ts";
 import { isRefusal, type StreamSessions } from "../session.ts";
 import { watchMessage } from "./frames.ts";
@@ -46,8 +46,8 @@ export interface ConnectRoutesOptions {
   client: AppK8sClient;
   metrics: ServiceMetrics;
   log: Logger;
-  auth?: BearerAuth;
-  origins?: Set<string>;
+  /** The Origin allow-list and bearer auth (access.ts): the same rule as `/v1/*`. */
+  access: AccessGuard;
   /** The service's stream sessions: Watch streams are admitted and run there, like WebSocket and SSE. */
   sessions: StreamSessions;
   /** Largest request message in bytes. */
@@ -107,19 +107,12 @@ export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServ
   const streams = new Set<AbortController>();
   let closing: string | undefined;
 
-  // Origin allow-list, then bearer auth: the same rules as /v1/*, answered as Connect errors.
+  // Origin allow-list, then bearer auth: the rule of /v1/* (access.ts), answered as Connect errors.
   const guard: Interceptor = (next) => async (req) => {
-    const origin = req.header.get("origin");
-    if (options.origins && origin !== null && !options.origins.has(origin)) {
-      metrics.reject("origin");
-      throw new ConnectError(`origin ${JSON.stringify(origin)} is not allowed`, Code.PermissionDenied);
-    }
-    if (options.auth) {
-      const presented = req.header.get("authorization")?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
-      if (presented === undefined || !(await options.auth.verify(presented))) {
-        metrics.reject("auth");
-        throw new ConnectError(presented === undefined ? "a bearer token is required" : "the bearer token is not valid", Code.Unauthenticated);
-      }
+    const refused = await options.access.check({ origin: req.header.get("origin") ?? undefined, authorization: req.header.get("authorization") ?? undefined });
+    if (refused) {
+      metrics.reject(refused.reason);
+      throw new ConnectError(refused.message, refused.reason === "auth" ? Code.Unauthenticated : Code.PermissionDenied);
     }
     const rejection = req.contextValues.get(rejectionKey);
     if (rejection) throw rejection;
