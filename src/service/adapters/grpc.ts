@@ -62,7 +62,7 @@ const headerObject = (h: Headers | undefined): Record<string, string> => Object.
 
 /** Writes a universal response, waiting for the peer to read (backpressure), trailers last. */
 async function sendUniversal(u: UniversalServerResponse, res: Http2ServerResponse): Promise<void> {
-  res.writeHead(u.status, headerObject(u.header));
+  if (!res.headersSent) res.writeHead(u.status, headerObject(u.header));
   if (u.body) {
     for await (const chunk of u.body) {
       if (res.destroyed || res.stream.closed) break;
@@ -113,7 +113,11 @@ export function listenGrpc(service: AppServiceHandlers, options: { port: number;
         yield checked.body;
       })();
     }
-    u.contextValues = service.contextValues(req.socket?.remoteAddress ?? "unknown", undefined, rejection);
+    // A Watch's headers go out when it starts, not with its first message (StreamState.headersReady).
+    const headersReady = (header: Headers) => {
+      if (!res.headersSent && !res.destroyed) res.writeHead(200, headerObject(header));
+    };
+    u.contextValues = service.contextValues(req.socket?.remoteAddress ?? "unknown", { opened: false, drainTracked: false, headersReady }, rejection);
     await handler(u)
       .then((out) => sendUniversal(out, res))
       .catch((reason) => {

@@ -37,7 +37,7 @@ import type { AccessGuard } from "../access.ts";
 import type { ServiceMetrics } from "../metrics.ts";
 import { isRefusal, type StreamSessions } from "../session.ts";
 import { watchMessage } from "./frames.ts";
-import { RESUME_HEADER, START_HEADER } from "./names.ts";
+import { RESUME_FAILED_HEADER, RESUME_HEADER, START_HEADER } from "./names.ts";
 import { AppIdJson, errorText, GetRequestJson, invalid, ListRequestJson, watchTargetOf } from "./requests.ts";
 import { ConnectSink, WatchRun } from "./watch-run.ts";
 
@@ -77,6 +77,12 @@ export interface StreamState {
    * mountConnect writes the body from pre-encoded frames (watch-body.ts).
    */
   handoff?: (watch: WatchRun) => void;
+  /**
+   * Offered by the transports (mount.ts, adapters/grpc.ts): a Watch that is not handed off calls it
+   * once its response headers are set (the start item), and the transport sends them at once —
+   * connect-es would hold them until the first message (gRPC, gRPC-Web, compressed Connect).
+   */
+  headersReady?: (header: Headers) => void;
 }
 // No shared default object: every request gets a StreamState of its own (contextValues), so no
 // request can mark another's state (a default object would be module-level mutable state).
@@ -194,6 +200,7 @@ export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServ
           if (item.kind === "start") {
             ctx.responseHeader.set(RESUME_HEADER, item.position);
             ctx.responseHeader.set(START_HEADER, item.start.kind);
+            if (item.start.kind === "snapshot" && item.start.resumeFailed) ctx.responseHeader.set(RESUME_FAILED_HEADER, item.start.resumeFailed);
             // Connect protocol from mountConnect, uncompressed: the headers are set, mountConnect
             // writes the body from frames shared by every subscriber (frames.ts).
             if (state?.handoff && ctx.protocolName === "connect" && !ctx.responseHeader.has(headerStreamEncoding)) {
@@ -203,6 +210,9 @@ export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServ
               state.handoff(watch);
               return;
             }
+            // Every other protocol: connect-es commits the headers with the first message, which
+            // may be long in coming (an empty snapshot); the transport sends them now.
+            state?.headersReady?.(ctx.responseHeader);
           } else if (event !== undefined) yield watchMessage(event);
         }
         const error = watch.endError(ctx.signal.aborted);
