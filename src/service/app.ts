@@ -179,7 +179,10 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     }
     const h = client.health();
     if (!h.healthy) return c.json({ status: "not ready", reason: h.reason ?? "watch unhealthy", since: new Date(h.since).toISOString(), ...sandboxNote }, 503);
-    return c.json({ status: "ready", ...sandboxNote });
+    // Readiness follows the KService watch; a failing Revision watch only makes replica counts stale.
+    const r = client.replicasHealth();
+    const degraded = r && !r.healthy ? { degraded: { replicas: { reason: r.reason ?? "revision watch unhealthy", since: new Date(r.since).toISOString() } } } : {};
+    return c.json({ status: "ready", ...degraded, ...sandboxNote });
   });
 
   app.get("/metrics", (c) => c.text(metrics.render(client), 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" }));
