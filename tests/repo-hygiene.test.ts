@@ -74,3 +74,23 @@ test("the sandbox entry's JSDoc imports the npm package's names", () => {
   assert.match(doc, /from "appwatch";/);
   assert.doesNotMatch(doc, /from "@appwatch\/appwatch(\/sandbox)?"/);
 });
+
+test("`npx wrangler deploy` has its wrangler.toml: the repo's file is docs/edge-cloudflare.md's, and names the bundle, the binding and the class the Worker uses", () => {
+  assert.ok(existsSync(join(ROOT, "wrangler.toml")), "wrangler.toml is missing from the repo root");
+  const file = read("wrangler.toml");
+  const doc = read("docs/edge-cloudflare.md");
+  const block = /```toml\n# wrangler\.toml\n([\s\S]*?)```/.exec(doc)?.[1];
+  assert.ok(block, "docs/edge-cloudflare.md shows the wrangler.toml");
+  assert.equal(file.replace(/^(#[^\n]*\n)+/, ""), block, "wrangler.toml (after its header comment) is the page's block");
+  const value = (key: string) => new RegExp(`^${key} = "([^"]*)"`, "m").exec(file)?.[1];
+  // What scripts/build-worker.mjs writes, and what tests/worker-cloudflare.test.ts runs in miniflare.
+  assert.equal(value("main"), "dist/cloudflare/worker.js");
+  assert.match(read("scripts/build-worker.mjs"), /DEFAULT_OUTFILE = join\(ROOT, "dist\/cloudflare\/worker\.js"\)/);
+  assert.match(file, /^no_bundle = true$/m, "what is deployed is the tested bundle");
+  assert.equal(value("name"), "appwatch");
+  assert.match(file, /\[\[durable_objects\.bindings\]\]\nname = "APPWATCH"\s[^\n]*\nclass_name = "AppwatchObject"\n/);
+  assert.match(read("src/worker/cloudflare.ts"), /APPWATCH: DurableObjectNamespaceLike/);
+  assert.match(read("src/worker/cloudflare.ts"), /export class AppwatchObject\b/);
+  assert.match(file, /new_sqlite_classes = \["AppwatchObject"\]/);
+  assert.equal(value("compatibility_date"), /compatibilityDate: "([^"]+)"/.exec(read("tests/worker-cloudflare.test.ts"))?.[1], "the date the tests run with");
+});

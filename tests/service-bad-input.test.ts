@@ -7,8 +7,9 @@
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { rawConnect, refused, upgraded } from "./helpers/raw-ws.ts";
-import { appEvents, http, type Json, SseClient, startTestService, type TestService, waitFor, within, WsClient } from "./helpers/service.ts";
+import { connect as h2connect } from "node:http2";
+import { rawConnect, RawWebSocket, refused, upgraded } from "./helpers/raw-ws.ts";
+import { appEvents, http, type Json, metric, SseClient, startTestService, type TestService, waitFor, within, WsClient } from "./helpers/service.ts";
 
 /** The service still answers: /healthz 200, and a new WebSocket gets its snapshot. */
 async function stillServes(s: TestService, query = ""): Promise<void> {
@@ -28,6 +29,25 @@ async function stillServes(s: TestService, query = ""): Promise<void> {
 /** Opens a WebSocket that must be refused; resolves when it failed to open. */
 async function refusedWs(url: string): Promise<void> {
   await assert.rejects(WsClient.connect(url), /WebSocket/);
+}
+
+/** One raw HTTP/2 POST (gRPC): the grpc-status from the trailers (or the headers, for a trailers-only answer). */
+function rawH2Post(url: string, path: string, headers: Record<string, string>, body: Uint8Array): Promise<{ grpcStatus: string }> {
+  return new Promise((resolve, reject) => {
+    const session = h2connect(url);
+    session.on("error", reject);
+    const req = session.request({ ":method": "POST", ":path": path, ...headers });
+    let status: unknown;
+    req.on("response", (h) => (status = h["grpc-status"]));
+    req.on("trailers", (t) => (status = t["grpc-status"] ?? status));
+    req.on("data", () => {});
+    req.on("end", () => {
+      session.close();
+      resolve({ grpcStatus: String(status) });
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
 }
 
 describe("bad input", () => {
@@ -197,6 +217,51 @@ describe("bad input", () => {
       await stillServes(s); // no Origin header
     } finally {
       await s.stop();
+    }
+  });
+
+  test("Origin, one rule on every route: an empty Origin header is refused like a foreign one (REST, SSE, WebSocket, Connect, gRPC-Web, gRPC); without an allow-list it passes", async () => {
+    // A present Origin header is checked against the allow-list whatever its value (src/service/access.ts).
+    const rpc = (base: string, contentType: string, body: Uint8Array<ArrayBuffer> | string, origin: string) =>
+      fetch(`${base}/flyteidl2.app.AppService/List`, { method: "POST", headers: { origin, "content-type": contentType }, body });
+    const grpcWebFrame = new Uint8Array([0, 0, 0, 0, 0]); // an empty ListRequest in one gRPC-Web frame
+    const sseStatus = async (url: string, origin: string) => {
+      const res = await fetch(url, { headers: { origin, accept: "text/event-stream" } });
+      await res.body?.cancel(); // an admitted stream never ends by itself
+      return res.status;
+    };
+    const answers = async (s: TestService, origin: string) => {
+      const ws = await rawConnect(`${s.url}/v1/watch`, { headers: { Origin: origin } });
+      if (ws instanceof RawWebSocket) ws.destroy();
+      const grpcWeb = await rpc(`${s.url}/internal`, "application/grpc-web+proto", grpcWebFrame, origin);
+      // gRPC-Web's status: in the headers (trailers-only) or in the body's trailer frame.
+      const grpcWebBody = new TextDecoder().decode(await grpcWeb.arrayBuffer());
+      const grpc = await rawH2Post(s.grpcUrl!, "/flyteidl2.app.AppService/List", { "content-type": "application/grpc", te: "trailers", origin }, grpcWebFrame);
+      const connect = await rpc(`${s.url}/internal`, "application/json", "{}", origin);
+      return {
+        rest: (await http(`${s.url}/v1/apps`, { headers: { origin } })).status,
+        sse: await sseStatus(`${s.url}/v1/watch`, origin),
+        ws: ws instanceof RawWebSocket ? 101 : ws.status,
+        connect: `${connect.status} ${((await connect.json()) as { code?: string }).code ?? "ok"}`,
+        grpcWeb: grpcWeb.headers.get("grpc-status") ?? /grpc-status:\s*(\d+)/i.exec(grpcWebBody)?.[1] ?? "no grpc-status",
+        grpc: grpc.grpcStatus,
+      };
+    };
+    const guarded = await startTestService({ allowedOrigins: ["https://ok.example"], grpcPort: 0 });
+    try {
+      const refusedAll = { rest: 403, sse: 403, ws: 403, connect: "403 permission_denied", grpcWeb: "7", grpc: "7" };
+      assert.deepEqual(await answers(guarded, ""), refusedAll, "empty Origin with an allow-list");
+      assert.deepEqual(await answers(guarded, "null"), refusedAll, "Origin: null with an allow-list");
+      assert.deepEqual(await answers(guarded, "https://ok.example"), { rest: 200, sse: 200, ws: 101, connect: "200 ok", grpcWeb: "0", grpc: "0" }, "the allowed Origin");
+      assert.equal(metric((await http(`${guarded.url}/metrics`)).text, "appwatch_connections_rejected_total", 'reason="origin"'), 12, "each refusal counted once");
+    } finally {
+      await guarded.stop();
+    }
+    const open = await startTestService({ grpcPort: 0 });
+    try {
+      assert.deepEqual(await answers(open, ""), { rest: 200, sse: 200, ws: 101, connect: "200 ok", grpcWeb: "0", grpc: "0" }, "empty Origin without an allow-list");
+    } finally {
+      await open.stop();
     }
   });
 

@@ -7,6 +7,8 @@
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
+import { connect as h2connect } from "node:http2";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
 import { AppService } from "../src/flyte/proto/app_service_pb.ts";
@@ -55,6 +57,64 @@ function envelope(data: Uint8Array, flags = 0): Uint8Array {
 
 /** Bytes that are no protobuf message: an illegal tag (field 0) and a truncated varint. */
 const GARBAGE = new Uint8Array([0x00, 0xff, 0xff, 0xff]);
+
+interface RawAnswer {
+  status: number;
+  headers: Record<string, string>;
+  trailers: Record<string, string>;
+  body: Uint8Array;
+}
+
+const flat = (h: Record<string, unknown>): Record<string, string> => Object.fromEntries(Object.entries(h).map(([k, v]) => [k, String(v)]));
+
+/** One raw HTTP/2 POST (the gRPC listener speaks only HTTP/2). */
+function h2Post(url: string, path: string, headers: Record<string, string>, body: Uint8Array): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    const session = h2connect(url);
+    session.on("error", reject);
+    const req = session.request({ ":method": "POST", ":path": path, ...headers });
+    const out: RawAnswer = { status: 0, headers: {}, trailers: {}, body: new Uint8Array(0) };
+    const chunks: Uint8Array[] = [];
+    req.on("response", (h) => {
+      out.status = Number(h[":status"]);
+      out.headers = flat(h);
+    });
+    req.on("trailers", (t) => (out.trailers = flat(t)));
+    req.on("data", (c: Uint8Array) => chunks.push(c));
+    req.on("end", () => {
+      session.close();
+      out.body = new Uint8Array(Buffer.concat(chunks));
+      resolve(out);
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+async function fetchPost(url: string, headers: Record<string, string>, body: Uint8Array): Promise<RawAnswer> {
+  const res = await fetch(url, { method: "POST", headers, body: body as BodyInit });
+  return { status: res.status, headers: Object.fromEntries(res.headers), trailers: {}, body: new Uint8Array(await res.arrayBuffer()) };
+}
+
+/** The error code of an answer in its protocol's own format ("ok" when none). */
+function codeOf(contentType: string, res: RawAnswer): string {
+  const grpcName = (n: string | undefined) => (n === undefined ? `no status (HTTP ${res.status})` : n === "0" ? "ok" : Code[Number(n)]!.replace(/[A-Z]/g, (c, i) => (i ? "_" : "") + c.toLowerCase()));
+  if (contentType.startsWith("application/grpc-web")) {
+    return grpcName(res.headers["grpc-status"] ?? new TextDecoder().decode(res.body).match(/grpc-status:\s*(\d+)/)?.[1]);
+  }
+  if (contentType.startsWith("application/grpc")) return grpcName(res.trailers["grpc-status"] ?? res.headers["grpc-status"]);
+  if (contentType === "application/connect+proto") {
+    // The end-stream frame (flag 2) is the last envelope of the body.
+    for (let at = 0; at + 5 <= res.body.byteLength;) {
+      const length = new DataView(res.body.buffer, res.body.byteOffset + at + 1, 4).getUint32(0);
+      if (res.body[at] === 2) return (JSON.parse(new TextDecoder().decode(res.body.subarray(at + 5, at + 5 + length))) as { error?: { code: string } }).error?.code ?? "ok";
+      at += 5 + length;
+    }
+    return `no end-stream frame (HTTP ${res.status})`;
+  }
+  if (res.status === 200) return "ok";
+  return (JSON.parse(new TextDecoder().decode(res.body)) as { code: string }).code;
+}
 
 describe("AppService bad input is invalid_argument", () => {
   for (const kind of Object.keys(transports)) {
@@ -122,6 +182,43 @@ describe("AppService bad input is invalid_argument", () => {
       assert.equal(ok.status, 200);
       await ok.body?.cancel();
       assert.equal((await http(`${s.url}/healthz`)).status, 200);
+    } finally {
+      await s.stop();
+    }
+  });
+
+  test("the same answer on --grpc-port (gRPC, gRPC-Web, Connect over HTTP/2) and for a compressed flag with no encoding, on both ports", async () => {
+    const s = await startTestService({ grpcPort: 0 });
+    try {
+      const LIST = "/internal/flyteidl2.app.AppService/List";
+      const WATCH = "/flyteidl2.app.AppService/Watch";
+      const compressed = envelope(new Uint8Array(0), 1); // flag 1, and no grpc-encoding / connect-content-encoding sent
+      const rows: [string, string, string, Record<string, string>, Uint8Array][] = [
+        ["gRPC garbage List", LIST, "application/grpc", { te: "trailers" }, envelope(GARBAGE)],
+        ["gRPC garbage Watch", WATCH, "application/grpc+proto", { te: "trailers" }, envelope(GARBAGE)],
+        ["gRPC compressed flag, no encoding", LIST, "application/grpc", { te: "trailers" }, compressed],
+        ["gRPC compressed flag, identity", WATCH, "application/grpc", { te: "trailers", "grpc-encoding": "identity" }, compressed],
+        ["gRPC-Web garbage", LIST, "application/grpc-web+proto", {}, envelope(GARBAGE)],
+        ["gRPC-Web compressed flag, no encoding", LIST, "application/grpc-web+proto", {}, compressed],
+        ["Connect stream garbage", WATCH, "application/connect+proto", { "connect-protocol-version": "1" }, envelope(GARBAGE)],
+        ["Connect stream compressed flag, no encoding", WATCH, "application/connect+proto", { "connect-protocol-version": "1" }, compressed],
+        ["Connect unary garbage", LIST, "application/proto", { "connect-protocol-version": "1" }, GARBAGE],
+      ];
+      const answers: Record<string, string> = {};
+      const want: Record<string, string> = {};
+      for (const [what, path, type, headers, body] of rows) {
+        const ports = type === "application/grpc" || type === "application/grpc+proto" ? ["grpc"] : ["grpc", "main"];
+        for (const port of ports) {
+          const res = port === "grpc"
+            ? await h2Post(s.grpcUrl!, path, { "content-type": type, ...headers }, body)
+            : await fetchPost(`${s.url}${path}`, { "content-type": type, ...headers }, body);
+          answers[`${port}: ${what}`] = codeOf(type, res);
+          want[`${port}: ${what}`] = "invalid_argument";
+        }
+      }
+      assert.deepEqual(answers, want);
+      // Good binary requests are still served on the gRPC port.
+      assert.equal(codeOf("application/grpc", await h2Post(s.grpcUrl!, LIST, { "content-type": "application/grpc", te: "trailers" }, envelope(new Uint8Array(0)))), "ok");
     } finally {
       await s.stop();
     }

@@ -286,12 +286,23 @@ export class AppK8sClient {
     return h.reason !== undefined && !/(^|: )not (started|watching)$/.test(h.reason) ? h.reason : this.#startError;
   }
 
-  /** Contact with the API server: the KService watch's, else the Revision watch's failure; not watching is unhealthy. */
+  /**
+   * Contact with the API server for what clients get: the KService watch (every App, event and
+   * resume position); not watching is unhealthy. Readiness follows this. The Revision watch, which
+   * only feeds `currentReplicas`, reports on its own ({@link replicasHealth}).
+   */
   health(): ReflectorHealth {
-    const h = this.#watcher?.health() ?? { healthy: false, reason: "not watching", since: this.#stoppedAt };
-    if (!h.healthy) return h;
+    return this.#watcher?.health() ?? { healthy: false, reason: "not watching", since: this.#stoppedAt };
+  }
+
+  /**
+   * The Revision watch's contact with the API server (`reason` prefixed `revisions: `), or
+   * undefined when there is none (replicas off, or Revisions not readable: then counts stay unset
+   * from the start). While it is unhealthy, replica counts may be stale: degraded, not unready.
+   */
+  replicasHealth(): ReflectorHealth | undefined {
     const r = this.#replicas?.health();
-    return r && !r.healthy ? { ...r, reason: `revisions: ${r.reason ?? "unhealthy"}` } : h;
+    return r && !r.healthy ? { ...r, reason: `revisions: ${r.reason ?? "unhealthy"}` } : r;
   }
 
   /** Counters of the underlying KService watch (summed over namespaces), if watching. */

@@ -14,6 +14,7 @@ import type { App } from "../flyte/model.ts";
 import { KubeApiError } from "../kube/status.ts";
 import { type Logger, silentLogger } from "../log.ts";
 import { type Clock, realClock } from "../watch/clock.ts";
+import { createAccessGuard } from "./access.ts";
 import { type BearerAuth, createBearerAuth } from "./auth.ts";
 import { mountBoard } from "./board/route.ts";
 import { type AppServiceHandlers, createAppServiceHandlers } from "./connect/handlers.ts";
@@ -122,7 +123,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
   const cluster = options.cluster ?? UNKNOWN_CLUSTER;
   const metrics = new ServiceMetrics(options.build ?? { version: "dev", runtime: "unknown", runtimeVersion: "" }, { sandbox: cluster.sandbox });
   const auth: BearerAuth | undefined = options.authTokens?.length ? createBearerAuth(options.authTokens) : undefined;
-  const origins = options.allowedOrigins?.length ? new Set(options.allowedOrigins) : undefined;
+  const access = createAccessGuard(options.allowedOrigins, auth);
   let closing = false;
   const clock = options.clock ?? realClock;
   const runtime = options.runtime;
@@ -139,24 +140,15 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     metrics.request(routeOf(c.req.path), c.res.status);
   });
 
-  // /v1/*: Origin allow-list, then bearer auth.
+  // /v1/*: Origin allow-list, then bearer auth (access.ts: the same rule as AppService's).
   const guard: MiddlewareHandler = async (c, next) => {
-    const origin = c.req.header("origin");
-    if (origins && origin !== undefined && !origins.has(origin)) {
-      metrics.reject("origin");
-      return errorResponse(c, 403, "permission_denied", `origin ${JSON.stringify(origin)} is not allowed`);
-    }
-    if (auth) {
-      const header = c.req.header("authorization");
-      const fromHeader = header?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
-      // Browsers cannot set headers on WebSocket/EventSource: the token may come as a query parameter there.
-      const fromQuery = c.req.path === "/v1/watch" ? new URL(c.req.url).searchParams.get("access_token") ?? undefined : undefined;
-      const presented = fromHeader ?? fromQuery;
-      if (presented === undefined || !(await auth.verify(presented))) {
-        metrics.reject("auth");
-        c.header("WWW-Authenticate", 'Bearer realm="appwatch"');
-        return errorResponse(c, 401, "unauthenticated", presented === undefined ? "a bearer token is required" : "the bearer token is not valid");
-      }
+    // Browsers cannot set headers on WebSocket/EventSource: the token may come as a query parameter there.
+    const accessToken = c.req.path === "/v1/watch" ? new URL(c.req.url).searchParams.get("access_token") ?? undefined : undefined;
+    const refused = await access.check({ origin: c.req.header("origin"), authorization: c.req.header("authorization"), accessToken });
+    if (refused) {
+      metrics.reject(refused.reason);
+      if (refused.reason === "auth") c.header("WWW-Authenticate", 'Bearer realm="appwatch"');
+      return errorResponse(c, refused.reason === "auth" ? 401 : 403, refused.code, refused.message);
     }
     await next();
   };
@@ -167,8 +159,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     client,
     metrics,
     log,
-    ...(auth ? { auth } : {}),
-    ...(origins ? { origins } : {}),
+    access,
     sessions,
     streams,
     maxMessageBytes: limits.maxMessageBytes,
@@ -189,7 +180,10 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     }
     const h = client.health();
     if (!h.healthy) return c.json({ status: "not ready", reason: h.reason ?? "watch unhealthy", since: new Date(h.since).toISOString(), ...sandboxNote }, 503);
-    return c.json({ status: "ready", ...sandboxNote });
+    // Readiness follows the KService watch; a failing Revision watch only makes replica counts stale.
+    const r = client.replicasHealth();
+    const degraded = r && !r.healthy ? { degraded: { replicas: { reason: r.reason ?? "revision watch unhealthy", since: new Date(r.since).toISOString() } } } : {};
+    return c.json({ status: "ready", ...degraded, ...sandboxNote });
   });
 
   app.get("/metrics", (c) => c.text(metrics.render(client), 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" }));

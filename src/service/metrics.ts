@@ -111,7 +111,9 @@ export class ServiceMetrics {
     e.family("appwatch_sandbox", "gauge", "1 when the apps are the built-in sandbox's demo data, not a real cluster's.", [[{}, this.sandbox ? 1 : 0]]);
     const health = client.health();
     e.family("appwatch_watch_synced", "gauge", "1 once the initial list of app KServices is complete.", [[{}, client.synced ? 1 : 0]]);
-    e.family("appwatch_watch_healthy", "gauge", "1 while the watch is in contact with the API server.", [[{}, health.healthy ? 1 : 0]]);
+    e.family("appwatch_watch_healthy", "gauge", "1 while the KService watch is in contact with the API server (readiness follows it).", [[{}, health.healthy ? 1 : 0]]);
+    const replicas = client.replicasHealth();
+    if (replicas) e.family("appwatch_revision_watch_healthy", "gauge", "1 while the Revision watch (currentReplicas) is in contact with the API server; 0: replica counts degraded, the service stays ready.", [[{}, replicas.healthy ? 1 : 0]]);
     const w = client.watchMetrics();
     if (w) {
       e.family("appwatch_reflector_lists_total", "counter", "Complete list operations.", [[{}, w.lists]]);

@@ -12,6 +12,7 @@ import { gunzip, gzip } from "node:zlib";
 import { Code, ConnectError, createConnectRouter } from "@connectrpc/connect";
 import type { Compression, UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import type { AppServiceHandlers } from "../connect/handlers.ts";
+import { checkBinaryBody, isBinaryContentType, readIterableUpTo } from "../connect/input.ts";
 import { type ListeningServer, urlHost } from "./types.ts";
 
 /**
@@ -61,7 +62,7 @@ const headerObject = (h: Headers | undefined): Record<string, string> => Object.
 
 /** Writes a universal response, waiting for the peer to read (backpressure), trailers last. */
 async function sendUniversal(u: UniversalServerResponse, res: Http2ServerResponse): Promise<void> {
-  res.writeHead(u.status, headerObject(u.header));
+  if (!res.headersSent) res.writeHead(u.status, headerObject(u.header));
   if (u.body) {
     for await (const chunk of u.body) {
       if (res.destroyed || res.stream.closed) break;
@@ -97,16 +98,34 @@ export function listenGrpc(service: AppServiceHandlers, options: { port: number;
       res.end();
       return;
     }
+    void serveOne(handler, req, res);
+  });
+  /** Checks a binary body the way the HTTP port does (connect/input.ts), then hands the request to connect-es. */
+  const serveOne = async (handler: UniversalHandler, req: Http2ServerRequest, res: Http2ServerResponse) => {
     const u = universalRequest(req);
-    u.contextValues = service.contextValues(req.socket?.remoteAddress ?? "unknown");
-    handler(u)
+    let rejection: ConnectError | undefined;
+    const contentType = u.header.get("content-type");
+    if (u.method === "POST" && isBinaryContentType(contentType)) {
+      const bytes = await readIterableUpTo(u.body as AsyncIterable<Uint8Array>, service.maxMessageBytes + 64).catch(() => new Uint8Array(0));
+      const checked = checkBinaryBody(contentType, u.header, bytes, handler.method.input, service.maxMessageBytes);
+      rejection = checked.rejection;
+      u.body = (async function* () {
+        yield checked.body;
+      })();
+    }
+    // A Watch's headers go out when it starts, not with its first message (StreamState.headersReady).
+    const headersReady = (header: Headers) => {
+      if (!res.headersSent && !res.destroyed) res.writeHead(200, headerObject(header));
+    };
+    u.contextValues = service.contextValues(req.socket?.remoteAddress ?? "unknown", { opened: false, drainTracked: false, headersReady }, rejection);
+    await handler(u)
       .then((out) => sendUniversal(out, res))
       .catch((reason) => {
         // A client that went away (Aborted) is not an error of ours; anything else cuts the stream.
         if (ConnectError.from(reason).code !== Code.Aborted) console.error(`gRPC handler ${handler.method.name} failed`, reason);
         if (!res.destroyed) res.destroy();
       });
-  });
+  };
   const sessions = new Set<Http2Session>();
   server.on("session", (session) => {
     sessions.add(session);

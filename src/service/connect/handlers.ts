@@ -33,12 +33,12 @@ import {
 } from "../../flyte/proto/app_service_pb.ts";
 import type { Logger } from "../../log.ts";
 import { KubeApiError } from "../../kube/status.ts";
-import type { BearerAuth } from "../auth.ts";
+import type { AccessGuard } from "../access.ts";
 import type { ServiceMetrics } from "../metrics.ts";
 import { isRefusal, type StreamSessions } from "../session.ts";
 import { watchMessage } from "./frames.ts";
 import type { OpenStreams } from "../open-streams.ts";
-import { RESUME_HEADER, START_HEADER } from "./names.ts";
+import { RESUME_FAILED_HEADER, RESUME_HEADER, START_HEADER } from "./names.ts";
 import { AppIdJson, errorText, GetRequestJson, invalid, ListRequestJson, watchTargetOf } from "./requests.ts";
 import { ConnectSink, WatchRun } from "./watch-run.ts";
 
@@ -47,8 +47,8 @@ export interface ConnectRoutesOptions {
   client: AppK8sClient;
   metrics: ServiceMetrics;
   log: Logger;
-  auth?: BearerAuth;
-  origins?: Set<string>;
+  /** The Origin allow-list and bearer auth (access.ts): the same rule as `/v1/*`. */
+  access: AccessGuard;
   /** The service's stream sessions: Watch streams are admitted and run there, like WebSocket and SSE. */
   sessions: StreamSessions;
   /** The service's registry of open streams (shutdown ends and awaits them): every Watch is in it until it is gone. */
@@ -83,6 +83,12 @@ export interface StreamState {
    * mountConnect writes the body from pre-encoded frames (watch-body.ts).
    */
   handoff?: (watch: WatchRun) => void;
+  /**
+   * Offered by the transports (mount.ts, adapters/grpc.ts): a Watch that is not handed off calls it
+   * once its response headers are set (the start item), and the transport sends them at once —
+   * connect-es would hold them until the first message (gRPC, gRPC-Web, compressed Connect).
+   */
+  headersReady?: (header: Headers) => void;
 }
 // No shared default object: every request gets a StreamState of its own (contextValues), so no
 // request can mark another's state (a default object would be module-level mutable state).
@@ -113,19 +119,12 @@ export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServ
   const { streams } = options;
   let closing: string | undefined;
 
-  // Origin allow-list, then bearer auth: the same rules as /v1/*, answered as Connect errors.
+  // Origin allow-list, then bearer auth: the rule of /v1/* (access.ts), answered as Connect errors.
   const guard: Interceptor = (next) => async (req) => {
-    const origin = req.header.get("origin");
-    if (options.origins && origin !== null && !options.origins.has(origin)) {
-      metrics.reject("origin");
-      throw new ConnectError(`origin ${JSON.stringify(origin)} is not allowed`, Code.PermissionDenied);
-    }
-    if (options.auth) {
-      const presented = req.header.get("authorization")?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
-      if (presented === undefined || !(await options.auth.verify(presented))) {
-        metrics.reject("auth");
-        throw new ConnectError(presented === undefined ? "a bearer token is required" : "the bearer token is not valid", Code.Unauthenticated);
-      }
+    const refused = await options.access.check({ origin: req.header.get("origin") ?? undefined, authorization: req.header.get("authorization") ?? undefined });
+    if (refused) {
+      metrics.reject(refused.reason);
+      throw new ConnectError(refused.message, refused.reason === "auth" ? Code.Unauthenticated : Code.PermissionDenied);
     }
     const rejection = req.contextValues.get(rejectionKey);
     if (rejection) throw rejection;
@@ -217,6 +216,7 @@ export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServ
           if (item.kind === "start") {
             ctx.responseHeader.set(RESUME_HEADER, item.position);
             ctx.responseHeader.set(START_HEADER, item.start.kind);
+            if (item.start.kind === "snapshot" && item.start.resumeFailed) ctx.responseHeader.set(RESUME_FAILED_HEADER, item.start.resumeFailed);
             // Connect protocol from mountConnect, uncompressed: the headers are set, mountConnect
             // writes the body from frames shared by every subscriber (frames.ts).
             if (state?.handoff && ctx.protocolName === "connect" && !ctx.responseHeader.has(headerStreamEncoding)) {
@@ -226,6 +226,9 @@ export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServ
               state.handoff(watch);
               return;
             }
+            // Every other protocol: connect-es commits the headers with the first message, which
+            // may be long in coming (an empty snapshot); the transport sends them now.
+            state?.headersReady?.(ctx.responseHeader);
           } else if (event !== undefined) yield watchMessage(event);
         }
         const error = watch.endError(ctx.signal.aborted);

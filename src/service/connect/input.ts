@@ -1,8 +1,9 @@
 /**
- * Binary request bodies checked before connect-es reads them. connect-es answers an undecodable
- * binary message with `internal` ("parse binary: …", the code it also uses for its own failures),
- * while it answers undecodable JSON with `invalid_argument`; a client's bad bytes are a bad
- * argument either way. A bad body is swapped for an empty message and the rejection handed to the
+ * Binary request bodies checked before connect-es reads them, on the HTTP port (mount.ts) and on
+ * `--grpc-port` (adapters/grpc.ts). connect-es answers an undecodable binary message with
+ * `internal` ("parse binary: …", the code it also uses for its own failures), and an envelope
+ * flagged compressed in a request that names no encoding with `internal` too, while it answers
+ * undecodable JSON with `invalid_argument`; a client's bad bytes are a bad argument either way. A bad body is swapped for an empty message and the rejection handed to the
  * handler's interceptor, so connect-es still writes the error in the request's own protocol
  * (unary JSON, end-stream frame, gRPC-Web trailers).
  * @module
@@ -12,16 +13,29 @@ import { type DescMessage, fromBinary } from "@bufbuild/protobuf";
 import { base64Decode } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError } from "@connectrpc/connect";
 
-/** Content types whose body is one protobuf message (unary Connect) or enveloped ones (streams, gRPC-Web). */
+/** Content types whose body is one protobuf message (unary Connect) or enveloped ones (streams, gRPC-Web, gRPC). */
 function binaryKind(contentType: string | null): "unary" | "enveloped" | undefined {
   const type = (contentType ?? "").split(";")[0]!.trim().toLowerCase();
   if (type === "application/proto") return "unary";
-  if (type === "application/connect+proto" || type === "application/grpc-web" || type === "application/grpc-web+proto") return "enveloped";
+  if (
+    type === "application/connect+proto" || type === "application/grpc-web" || type === "application/grpc-web+proto" ||
+    type === "application/grpc" || type === "application/grpc+proto"
+  ) return "enveloped";
   return undefined;
 }
 
+/**
+ * The message encoding an enveloped request names: `connect-content-encoding` for Connect
+ * streams, `grpc-encoding` for gRPC and gRPC-Web (undefined: none, or `identity`).
+ */
+function envelopeEncoding(contentType: string | null, headers: Headers): string | undefined {
+  const connect = (contentType ?? "").trim().toLowerCase().startsWith("application/connect+");
+  const value = headers.get(connect ? "connect-content-encoding" : "grpc-encoding")?.trim().toLowerCase();
+  return value === undefined || value === "" || value === "identity" ? undefined : value;
+}
+
 /** What was wrong with a body, or undefined when connect-es may read it as it is. */
-function problemOf(kind: "unary" | "enveloped", bytes: Uint8Array, schema: DescMessage): string | undefined {
+function problemOf(kind: "unary" | "enveloped", bytes: Uint8Array, schema: DescMessage, encoding?: string): string | undefined {
   const decode = (message: Uint8Array): string | undefined => {
     try {
       fromBinary(schema, message);
@@ -37,7 +51,12 @@ function problemOf(kind: "unary" | "enveloped", bytes: Uint8Array, schema: DescM
     const flags = bytes[at]!;
     const length = view.getUint32(at + 1);
     if (at + 5 + length > bytes.byteLength) return `the request body ends inside a message envelope (${length} bytes announced)`;
-    if (flags & 0x01) return undefined; // compressed: connect-es decompresses (or refuses) it itself
+    if (flags & 0x01) {
+      // Compressed with a named encoding: connect-es decompresses (or refuses) it itself. Without
+      // one there is nothing to decompress with: the client's mistake, not ours (connect-es says internal).
+      if (encoding !== undefined) return undefined;
+      return "a message envelope is flagged compressed, but the request names no message encoding";
+    }
     if (flags === 0) {
       const problem = decode(bytes.subarray(at + 5, at + 5 + length));
       if (problem) return problem;
@@ -65,6 +84,18 @@ async function readUpTo(body: ReadableStream<Uint8Array>, limit: number): Promis
   return concatBytes(chunks, size);
 }
 
+/** Reads at most `limit` bytes of an async-iterable body (the gRPC listener's); undefined when it is longer. */
+export async function readIterableUpTo(body: AsyncIterable<Uint8Array>, limit: number): Promise<Uint8Array | undefined> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.byteLength;
+    if (size > limit) return undefined; // leaving the loop ends the iterator
+    chunks.push(chunk);
+  }
+  return concatBytes(chunks, size);
+}
+
 /**
  * Checks a binary request body against `schema`. Returns the request to give connect-es (the same
  * bytes, or an empty message in the same framing) and the rejection its interceptor must throw.
@@ -77,20 +108,45 @@ export async function checkBinaryRequest(
   maxMessageBytes: number,
 ): Promise<{ request: Request; rejection?: ConnectError }> {
   if (request.method === "GET") return checkGetRequest(request, schema);
-  const kind = binaryKind(request.headers.get("content-type"));
-  if (kind === undefined || request.method !== "POST" || request.body === null) return { request };
+  const contentType = request.headers.get("content-type");
+  if (binaryKind(contentType) === undefined || request.method !== "POST" || request.body === null) return { request };
   // Room for a few envelope headers; a longer body is refused like connect-es's read limit would.
-  const bytes = await readUpTo(request.body, maxMessageBytes + 64);
+  const checked = checkBinaryBody(contentType, request.headers, await readUpTo(request.body, maxMessageBytes + 64), schema, maxMessageBytes);
   const headers = new Headers(request.headers);
   headers.delete("content-length");
-  const rebuilt = (body: Uint8Array) => new Request(request.url, { method: "POST", headers, body: body as BodyInit, signal: request.signal });
+  return { request: new Request(request.url, { method: "POST", headers, body: checked.body as BodyInit, signal: request.signal }), ...checked.rejection ? { rejection: checked.rejection } : {} };
+}
+
+/**
+ * The transport-neutral check (the HTTP port above, the gRPC listener's HTTP/2 bridge): the body
+ * `bytes` (undefined: longer than the limit) of a request with these headers. Returns the body to
+ * give connect-es (the same bytes, or an empty message in the same framing) and the rejection its
+ * interceptor must throw; a content type that is not binary protobuf comes back untouched.
+ */
+export function checkBinaryBody(
+  contentType: string | null,
+  headers: Headers,
+  bytes: Uint8Array | undefined,
+  schema: DescMessage,
+  maxMessageBytes: number,
+): { body: Uint8Array; rejection?: ConnectError } {
+  const kind = binaryKind(contentType);
+  const unaryEncoding = headers.get("content-encoding")?.trim().toLowerCase();
+  // A compressed unary body (Connect's Content-Encoding) is connect-es's to decompress, or refuse.
+  const compressedUnary = kind === "unary" && unaryEncoding !== undefined && unaryEncoding !== "" && unaryEncoding !== "identity";
+  if ((kind === undefined || compressedUnary) && bytes !== undefined) return { body: bytes };
   const empty = kind === "unary" ? new Uint8Array(0) : new Uint8Array(5);
   if (bytes === undefined) {
-    return { request: rebuilt(empty), rejection: new ConnectError(`message is larger than configured readMaxBytes ${maxMessageBytes}`, Code.ResourceExhausted) };
+    return { body: empty, rejection: new ConnectError(`message is larger than configured readMaxBytes ${maxMessageBytes}`, Code.ResourceExhausted) };
   }
-  const problem = problemOf(kind, bytes, schema);
-  if (problem === undefined) return { request: rebuilt(bytes) };
-  return { request: rebuilt(empty), rejection: new ConnectError(problem, Code.InvalidArgument) };
+  const problem = problemOf(kind ?? "unary", bytes, schema, envelopeEncoding(contentType, headers));
+  if (problem === undefined) return { body: bytes };
+  return { body: empty, rejection: new ConnectError(problem, Code.InvalidArgument) };
+}
+
+/** Whether `contentType` is binary protobuf (the bodies {@link checkBinaryBody} checks). */
+export function isBinaryContentType(contentType: string | null): boolean {
+  return binaryKind(contentType) !== undefined;
 }
 
 /** Connect GET (`?connect=v1&encoding=proto&base64=1&message=…`): the message bytes as connect-es reads them. */

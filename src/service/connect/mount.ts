@@ -9,7 +9,7 @@
  * @module
  */
 import { createConnectRouter } from "@connectrpc/connect";
-import { universalServerRequestFromFetch, universalServerResponseToFetch } from "@connectrpc/connect/protocol";
+import { type UniversalServerResponse, universalServerRequestFromFetch, universalServerResponseToFetch } from "@connectrpc/connect/protocol";
 import type { Context, Hono } from "hono";
 import { AppService } from "../../flyte/proto/app_service_pb.ts";
 import type { AppServiceHandlers, StreamState } from "./handlers.ts";
@@ -39,11 +39,18 @@ export function mountConnect(
       const checked = await checkBinaryRequest(c.req.raw, method.input, service.maxMessageBytes);
       const request = universalServerRequestFromFetch(checked.request, {});
       let handedOff: WatchRun | undefined;
-      const stream: StreamState = { opened: false, drainTracked: true, handoff: (watch) => (handedOff = watch) };
+      let headersReady!: (header: Headers) => void;
+      const started = new Promise<{ header: Headers }>((resolve) => (headersReady = (header) => resolve({ header: new Headers(header) })));
+      const stream: StreamState = { opened: false, drainTracked: true, handoff: (watch) => (handedOff = watch), headersReady };
       request.contextValues = service.contextValues(clientAddress?.(c) ?? "unknown", stream, checked.rejection);
-      const universal = await handler(request);
+      const pending = handler(request);
       // The body drained (its end-stream frame taken): the stream is gone from the registry.
       const drained = () => stream.release?.();
+      // A Watch (gRPC-Web, compressed Connect) whose headers are set before its first message:
+      // answer with them now and let connect-es's body follow (StreamState.headersReady).
+      const first = await Promise.race([pending.then((universal) => ({ universal })), started]);
+      if ("header" in first) return new Response(untilDrained(laterBody(pending), drained), { status: 200, headers: first.header });
+      const universal = first.universal;
       if (handedOff !== undefined) {
         // connect-es's body is only the end-stream frame of the generator it saw return: dropped.
         const rest = universal.body;
@@ -54,4 +61,22 @@ export function mountConnect(
       return response.body ? new Response(untilDrained(response.body, drained), response) : response;
     });
   }
+}
+
+/** The body of the universal response `pending` will give, as a stream available at once. */
+function laterBody(pending: Promise<UniversalServerResponse>): ReadableStream<Uint8Array> {
+  const body = pending.then((universal) => universalServerResponseToFetch(universal).body);
+  body.catch(() => {}); // read (and its failure seen) in pull; never pulled when the client left first
+  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      reader ??= (await body)?.getReader();
+      const next = reader ? await reader.read() : { done: true as const, value: undefined };
+      if (next.done) controller.close();
+      else controller.enqueue(next.value);
+    },
+    async cancel(reason) {
+      await (reader ?? (await body)?.getReader())?.cancel(reason);
+    },
+  }, { highWaterMark: 0 });
 }

@@ -18,3 +18,9 @@ export const APP_SERVICE_METHODS: readonly string[] = AppService.methods.map((m)
 export const RESUME_HEADER = "appwatch-resume";
 /** Response header: how the Watch started (`snapshot`, `resumed`), as in the `start` frame. */
 export const START_HEADER = "appwatch-start";
+/**
+ * Response header, only on a Watch whose `appwatch-resume` could not be honoured (it started with
+ * a snapshot): why, as the `start` frame's `resumeFailed` (`malformed`, `unknown-stream`,
+ * `too-old`, `ahead`).
+ */
+export const RESUME_FAILED_HEADER = "appwatch-resume-failed";
