@@ -234,6 +234,9 @@ export const CONVERTER_CACHE_SIZE = 4096;
 
 type Ingress = ReturnType<typeof publicIngress>;
 
+/** A spec text decoded once: its Spec belongs to that one App, not to the cache. */
+const SEEN_ONCE = Symbol("seen once");
+
 /** Every object and array below `value` frozen: a cached Spec is shared by the Apps built from it. */
 function deepFreeze<T>(value: T): T {
   if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
@@ -248,8 +251,9 @@ function deepFreeze<T>(value: T): T {
  * makes a stream of them cheap: the decoded Spec memoized by the annotation's text (a KService's
  * spec rarely changes between its watch events, and decoding base64 + protobuf + proto3 JSON is
  * most of a conversion), the public ingress memoized by app-id, and one protobuf decoder. The
- * caches belong to the converter (its owner: the app client); a cached Spec is shared by the Apps
- * built from it, so it is deeply frozen: editing one App's spec cannot change another's.
+ * caches belong to the converter (its owner: the app client). The first App of an annotation text
+ * gets a Spec of its own; later Apps of the same text share one, deeply frozen: editing one App's
+ * spec cannot change another's.
  * Invalid annotations are not cached, so each one still warns.
  *
  * @example
@@ -269,7 +273,8 @@ export class AppConverter {
   readonly config: AppsConfig;
   readonly #cacheSize: number;
   readonly #decodeSpec = createSpecDecoder();
-  readonly #specs = new Map<string, Spec>();
+  /** Decoded specs by annotation text; {@link SEEN_ONCE} for a text decoded once, whose Spec its one App owns. */
+  readonly #specs = new Map<string, Spec | typeof SEEN_ONCE>();
   readonly #ingresses = new Map<string, Ingress>();
 
   constructor(config: AppsConfig, options: { cacheSize?: number } = {}) {
@@ -290,12 +295,14 @@ export class AppConverter {
   #spec(value: string | undefined, ksvc: KubeObject, logger: Logger | undefined): Spec | undefined {
     if (value === undefined) return undefined;
     const hit = this.#specs.get(value);
-    if (hit !== undefined) return hit;
+    if (hit !== undefined && hit !== SEEN_ONCE) return hit;
     const spec = this.#decodeSpec(value, warnWith(logger, { kservice: ksvcKey(ksvc) }));
-    if (spec !== undefined) {
-      deepFreeze(spec);
-      remember(this.#specs, value, spec, this.#cacheSize);
-    }
+    if (spec === undefined) return undefined;
+    // The first App of a text gets a Spec of its own; from the second on, Apps share one, frozen.
+    // (Freezing costs about a fifth of a first-sight conversion, B4 cold: the initial list and
+    // specs seen once never pay it.)
+    if (hit === undefined) remember(this.#specs, value, SEEN_ONCE, this.#cacheSize);
+    else remember(this.#specs, value, deepFreeze(spec), this.#cacheSize);
     return spec;
   }
 
@@ -310,7 +317,7 @@ export class AppConverter {
 
 function remember<V>(map: Map<string, V>, key: string, value: V, size: number): void {
   if (size <= 0) return;
-  if (map.size >= size) map.delete(map.keys().next().value!);
+  if (!map.has(key) && map.size >= size) map.delete(map.keys().next().value!);
   map.set(key, value);
 }
 
