@@ -5,7 +5,7 @@
  *
  * This is the package's `./sandbox` entry, apart from the engine in `mod.ts`:
  *
- * ```ts
+ * ```ts ignore
  * import { startSandboxCluster } from "appwatch/sandbox"; // npm; from JSR: "@appwatch/appwatch/sandbox"
  * import { startService } from "appwatch";
  * ```
