@@ -101,11 +101,13 @@ const runtime: "deno" | "bun" | "node" = g.Deno?.version?.deno ? "deno" : g.Bun 
 /**
  * What a runtime's own HTTP parser answers before any handler runs (docs/protocol.md, "Paths"):
  * a method token outside its method table (`FOO`, lowercase `get`: Node 400 with no body, Bun
- * closes without a byte; Deno hands it over), and a request head over 16 KiB (Node and Bun 431
- * with no body; Deno hands over up to 64 KiB, where it answers 400 with no body).
+ * closes without a byte; Deno hands it over), `CONNECT` with a path (Node closes, having no
+ * `connect` listener; Deno 400 with no body; Bun hands it over), and a request head over 16 KiB
+ * (Node and Bun 431 with no body; Deno hands over up to 64 KiB, then answers 400 with no body).
  */
 const parserAnswer = {
   unknownToken: { node: "400 body not the error shape", bun: "no answer", deno: "501 unimplemented" }[runtime],
+  connectPath: { node: "no answer", bun: "405 unimplemented", deno: "400 body not the error shape" }[runtime],
   head20KiB: { node: "431 body not the error shape", bun: "431 body not the error shape", deno: "414 invalid_argument" }[runtime],
 };
 
@@ -132,6 +134,8 @@ describe("paths: one rule on every runtime", () => {
         ["a registered method outside RFC 9110, on a route", "PROPFIND", "/v1/apps", "501 unimplemented"],
         ["a registered method outside RFC 9110, elsewhere", "PURGE", "/nowhere", "501 unimplemented"],
         ["a token no parser knows", "FOO", "/v1/apps", parserAnswer.unknownToken],
+        ["a lowercase method is another token", "get", "/v1/apps", parserAnswer.unknownToken],
+        ["CONNECT with a path", "CONNECT", "/v1/apps", parserAnswer.connectPath],
         // Request targets over 8 KiB: 414, path or query.
         ["an 8 KiB path", "GET", `/${"a".repeat(8191)}`, "404 not_found"],
         ["a 10 KiB path", "GET", long, "414 invalid_argument"],
