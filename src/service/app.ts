@@ -28,6 +28,7 @@ import { isRefusal, type StreamRequest, StreamSessions } from "./session.ts";
 import type { TickerStats } from "./ticker.ts";
 import * as v from "valibot";
 import { OpenStreams } from "./open-streams.ts";
+import { installPathRule, requestPath } from "./paths.ts";
 import { type AppRuntime, badHandshake, CLOSE, sseStream, webSocketStream } from "./transports.ts";
 
 export { CLOSE } from "./transports.ts";
@@ -131,7 +132,8 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
   const streams = new OpenStreams(clock);
   const transport = { sessions, metrics, log, limits, clock, streams };
 
-  const app = new Hono();
+  // Routed by the path with its dot segments resolved, as Node and Bun hand it over (paths.ts).
+  const app = new Hono({ getPath: requestPath });
   installErrorContract(app, log); // unknown routes 404, wrong methods 405, thrown errors 500: all {"code","message"}
 
   // Count every request by route and status (reads only: no header changes on upgrade responses).
@@ -139,6 +141,8 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     await next();
     metrics.request(routeOf(c.req.path), c.res.status);
   });
+
+  installPathRule(app); // unknown methods 501, request targets over 8 KiB 414 (counted above)
 
   // /v1/*: Origin allow-list, then bearer auth (access.ts: the same rule as AppService's).
   const guard: MiddlewareHandler = async (c, next) => {
