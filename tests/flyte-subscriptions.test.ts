@@ -10,6 +10,13 @@ const create = (name: string, v = 0): AppChange => ({ key: `flyte/p/d/${name}`, 
 const update = (name: string, v: number): AppChange => ({ key: `flyte/p/d/${name}`, event: { updateEvent: { updatedApp: app(name, v) } } });
 const del = (name: string, v = 0): AppChange => ({ key: `flyte/p/d/${name}`, event: { deleteEvent: { app: app(name, v) } } });
 
+/** One macrotask turn: every pending microtask (a consumer's next pull included) has run. */
+const turn = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+/** Turns until `done()`: waits for an outcome, never for a duration. */
+async function until(done: () => boolean): Promise<void> {
+  while (!done()) await turn();
+}
+
 function show(e: WatchResponse): string {
   if ("createEvent" in e) return `create ${e.createEvent.app.metadata!.id!.name}@${e.createEvent.app.status?.currentReplicas ?? 0}`;
   if ("updateEvent" in e) return `update ${e.updateEvent.updatedApp.metadata!.id!.name}@${e.updateEvent.updatedApp.status?.currentReplicas ?? 0}`;
@@ -45,7 +52,7 @@ describe("Subscription: bounded buffers and slow-consumer policies", () => {
   test("close() ends a consumer that is waiting for events", async () => {
     const s = new Subscription({ policy: "coalesce", bufferSize: 10 });
     const reading = drain(s);
-    await new Promise((r) => setTimeout(r, 10));
+    await turn(); // the consumer is now waiting for an event
     s.close();
     assert.deepEqual(await reading, []);
     assert.equal(s.push(create("late")), false, "a closed subscription takes nothing");
@@ -118,9 +125,9 @@ describe("Subscription: bounded buffers and slow-consumer policies", () => {
         stalled.push(c);
         fast.push(c);
         maxPending = Math.max(maxPending, stalled.stats().pending);
-        if (i % 50 === 0) await new Promise((r) => setTimeout(r, 0));
+        if (i % 50 === 0) await turn();
       }
-      await new Promise((r) => setTimeout(r, 20));
+      await until(() => seen.length === sent.length);
       fast.close();
       await reader;
       assert.ok(maxPending <= 100, `pending peaked at ${maxPending}`);
@@ -154,7 +161,7 @@ describe("Subscription: bounded buffers and slow-consumer policies", () => {
       slow.push(c);
       fast.push(c);
       maxPending = Math.max(maxPending, slow.stats().pending);
-      if (i % 100 === 0) await new Promise((r) => setTimeout(r, 0)); // the fast consumer keeps up
+      if (i % 100 === 0) await turn(); // the fast consumer keeps up
     }
     assert.ok(maxPending <= apps + 100, `pending peaked at ${maxPending}`);
     // The stalled subscriber now reads: replaying what it gets must give the final truth.
@@ -173,7 +180,8 @@ describe("Subscription: bounded buffers and slow-consumer policies", () => {
         } else state.set(name!, Number(val));
       }
     })();
-    await new Promise((r) => setTimeout(r, 50));
+    await until(() => slow.pending === 0 && fast.pending === 0);
+    await turn(); // each loop has handled the last item it took
     slow.close();
     fast.close();
     await Promise.all([slowLoop, fastLoop]);
