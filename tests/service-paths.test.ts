@@ -8,87 +8,24 @@
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { Buffer } from "node:buffer";
-import net from "node:net";
+import { type RawAnswer, rawRequest } from "./helpers/raw-http.ts";
 import { startTestService } from "./helpers/service.ts";
 
-/** What came back on a raw connection: a status and body, or nothing before the timeout or the close. */
-interface Answer {
-  status: number;
-  contentType: string;
-  body: string;
-}
-
 /** Sends one request line (and `Connection: close`) on a new connection; reads the whole answer. */
-function rawRequest(url: string, method: string, target: string, timeoutMs = 5_000): Promise<Answer | undefined> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: hostname, port: Number(port) }, () => {
-      socket.write(`${method} ${target} HTTP/1.1\r\nHost: appwatch.test\r\nConnection: close\r\n\r\n`);
-    });
-    let buf = Buffer.alloc(0);
-    let settled = false;
-    const settle = (a: Answer | undefined) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(a);
-    };
-    const parse = (closed: boolean) => {
-      const end = buf.indexOf("\r\n\r\n");
-      if (end < 0) return closed ? settle(undefined) : undefined;
-      const lines = buf.subarray(0, end).toString("latin1").split("\r\n");
-      const headers: Record<string, string> = {};
-      for (const line of lines.slice(1)) {
-        const i = line.indexOf(":");
-        if (i > 0) headers[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim();
-      }
-      const status = Number(lines[0]!.split(" ")[1]);
-      const rest = buf.subarray(end + 4);
-      const contentType = headers["content-type"] ?? "";
-      const length = headers["content-length"];
-      if (length !== undefined && rest.length >= Number(length)) return settle({ status, contentType, body: rest.subarray(0, Number(length)).toString("utf8") });
-      if (headers["transfer-encoding"]?.includes("chunked")) {
-        const body = dechunk(rest);
-        if (body !== undefined) return settle({ status, contentType, body });
-      }
-      if (closed) settle({ status, contentType, body: rest.toString("utf8") });
-    };
-    const timer = setTimeout(() => settle(undefined), timeoutMs);
-    socket.on("data", (chunk: Buffer) => {
-      buf = Buffer.concat([buf, chunk]);
-      parse(false);
-    });
-    socket.on("error", () => {});
-    socket.on("close", () => parse(true));
-  });
-}
-
-/** A complete chunked body, or undefined while its last chunk has not arrived. */
-function dechunk(b: Buffer): string | undefined {
-  const out: Buffer[] = [];
-  let i = 0;
-  for (;;) {
-    const nl = b.indexOf("\r\n", i);
-    if (nl < 0) return undefined;
-    const size = parseInt(b.subarray(i, nl).toString("latin1"), 16);
-    if (Number.isNaN(size)) return undefined;
-    if (size === 0) return Buffer.concat(out).toString("utf8");
-    if (b.length < nl + 2 + size + 2) return undefined;
-    out.push(b.subarray(nl + 2, nl + 2 + size));
-    i = nl + 2 + size + 2;
-  }
+async function request(url: string, method: string, target: string): Promise<RawAnswer | undefined> {
+  const answer = await rawRequest(url, `${method} ${target} HTTP/1.1\r\nHost: appwatch.test\r\nConnection: close\r\n\r\n`, { timeoutMs: 5_000 });
+  answer?.socket.destroy();
+  return answer;
 }
 
 /** One line per answer: the status, and the code if the body is the error contract's exact shape. */
-function describeAnswer(a: Answer | undefined): string {
+function describeAnswer(a: RawAnswer | undefined): string {
   if (!a) return "no answer";
   let shape = "body not the error shape";
   try {
     const body = JSON.parse(a.body);
     const keys = Object.keys(body).sort().join(",");
-    if (/^application\/json/.test(a.contentType) && keys === "code,message" && typeof body.message === "string" && body.message.length > 0) shape = body.code;
+    if (/^application\/json/.test(a.headers["content-type"] ?? "") && keys === "code,message" && typeof body.message === "string" && body.message.length > 0) shape = body.code;
     else if (a.status === 200) shape = "ok";
   } catch { /* not JSON */ }
   return `${a.status} ${shape}`;
@@ -143,13 +80,13 @@ describe("paths: one rule on every runtime", () => {
         ["a 20 KiB path", "GET", `/${"a".repeat(20 * 1024)}`, parserAnswer.head20KiB],
       ];
       const got: string[] = [];
-      for (const [what, method, target] of cases) got.push(`${what} (${method} ${target.slice(0, 40)}): ${describeAnswer(await rawRequest(s.url, method, target))}`);
+      for (const [what, method, target] of cases) got.push(`${what} (${method} ${target.slice(0, 40)}): ${describeAnswer(await request(s.url, method, target))}`);
       assert.deepEqual(got, cases.map(([what, method, target, want]) => `${what} (${method} ${target.slice(0, 40)}): ${want}`));
       // The 404 names the path it resolved to.
-      const resolved = await rawRequest(s.url, "GET", "/v1/apps/p/d/n/..");
+      const resolved = await request(s.url, "GET", "/v1/apps/p/d/n/..");
       assert.equal(JSON.parse(resolved!.body).message, "no route for GET /v1/apps/p/d/");
       // The service still serves after all of them.
-      assert.equal(describeAnswer(await rawRequest(s.url, "GET", "/healthz")), "200 ok");
+      assert.equal(describeAnswer(await request(s.url, "GET", "/healthz")), "200 ok");
     } finally {
       await s.stop();
     }
@@ -160,7 +97,7 @@ describe("paths: one rule on every runtime", () => {
     try {
       const got: string[] = [];
       for (const target of ["/v1/apps", "/board/../v1/apps", "/x/%2e%2e/v1/apps", "/v1/./apps", "/%2e/v1/info"]) {
-        got.push(`${target}: ${describeAnswer(await rawRequest(s.url, "GET", target))}`);
+        got.push(`${target}: ${describeAnswer(await request(s.url, "GET", target))}`);
       }
       assert.deepEqual(got, ["/v1/apps", "/board/../v1/apps", "/x/%2e%2e/v1/apps", "/v1/./apps", "/%2e/v1/info"].map((t) => `${t}: 401 unauthenticated`));
     } finally {
