@@ -7,7 +7,8 @@
  * the bench data and on tricky inputs). Bench-only: not wired into `src/`.
  * @module
  */
-import { EACH, JsonPruner, type PrunePaths } from "../../src/watch/prune.ts";
+import { JsonPruner, type PrunePaths } from "../../src/watch/prune.ts";
+import { compile, type Level, numberLeaves } from "../../src/watch/prune-paths.ts";
 import { type ScanWasm, WASM_FALLBACK } from "./wasm.ts";
 
 const QUOTE = 34; // "
@@ -22,83 +23,6 @@ const SPACE = 32;
 const TAB = 9;
 const LF = 10;
 const CR = 13;
-
-/**
- * One level of the compiled paths: what to do with a value at this position.
- * When it is an object: its keys (as UTF-8 bytes) and what to do with each
- * key's value; when it is an array: what to do with every element (`each`).
- */
-interface Level {
-  names: string[];
-  keys: Uint8Array[];
-  /** `null`: remove the value; a Level: walk into it (when it is an object or an array). */
-  next: (Level | null)[];
-  /** For removed values: the path's number (0 … paths − 1), -1 below a wildcard (removed many times). */
-  leaf: number[];
-  /** Array elements ({@link EACH}): `undefined` none, `null` remove every element, a Level walk into each. */
-  each: Level | null | undefined;
-}
-
-function newLevel(): Level {
-  return { names: [], keys: [], next: [], leaf: [], each: undefined };
-}
-
-function compile(paths: PrunePaths): Level {
-  const encoder = new TextEncoder();
-  const root = newLevel();
-  for (const path of paths) {
-    if (path.length === 0) throw new TypeError("prune: a path needs at least one key");
-    let level = root;
-    for (let d = 0; d < path.length; d++) {
-      const name = path[d]!;
-      if (typeof name !== "string") throw new TypeError(`prune: path keys must be strings, got ${JSON.stringify(path)}`);
-      const last = d === path.length - 1;
-      if (name === EACH) {
-        if (last) {
-          level.each = null; // removing every element wins over removing something inside them
-          break;
-        }
-        if (level.each === null) break; // every element is removed already
-        level = level.each ??= newLevel();
-        continue;
-      }
-      let i = level.names.indexOf(name);
-      if (i < 0) {
-        i = level.names.length;
-        level.names.push(name);
-        level.keys.push(encoder.encode(name));
-        level.next.push(last ? null : newLevel());
-        level.leaf.push(-1);
-      }
-      if (last) {
-        level.next[i] = null; // removing a value wins over removing something inside it
-        break;
-      }
-      const next = level.next[i];
-      if (next === null || next === undefined) break; // an ancestor is removed already
-      level = next;
-    }
-  }
-  return root;
-}
-
-/**
- * Numbers the removed values that occur once per document (paths made
- * redundant by a removed ancestor drop out; those below a wildcard keep -1);
- * returns how many, and whether any path goes through a wildcard.
- */
-function numberLeaves(level: Level, state = { count: 0, wildcard: false }, below = false): { count: number; wildcard: boolean } {
-  if (level.each !== undefined) {
-    state.wildcard = true;
-    if (level.each !== null) numberLeaves(level.each, state, true);
-  }
-  for (let i = 0; i < level.next.length; i++) {
-    const next = level.next[i];
-    if (next === null) level.leaf[i] = below ? -1 : state.count++;
-    else if (next !== undefined) numberLeaves(next, state, below);
-  }
-  return state;
-}
 
 /** Returned inside the walker when the structure is not valid JSON: the line is left as it is. */
 const MALFORMED = -1;
