@@ -4,7 +4,7 @@
  * flag (`flags.ts`) layers, the layering itself (`load.ts`: defaults < file < environment <
  * flags) and `--help` (`help.ts`). The rest of appwatch imports this module.
  *
- * The exception is code the Cloudflare Worker bundles (`src/worker/compose.ts`,
+ * The exception is code the Cloudflare Worker bundles (`src/service/compose.ts`,
  * `src/worker/cloudflare-env.ts`): it imports `table.ts` and `env.ts` directly, since this module
  * reaches `node:fs` and `node:util` through `file.ts` and `flags.ts`
  * (tests/no-node-builtins.test.ts).
