@@ -10,6 +10,8 @@ import { goQuote, goToLower } from "../src/flyte/gostrings.ts";
 import { KServiceName } from "../src/flyte/naming.ts";
 import type { App } from "../src/flyte/model.ts";
 import { encodeStdBase64, specFromAnnotation } from "../src/flyte/spec.ts";
+import { fromJsonString, toJsonString } from "@bufbuild/protobuf";
+import { WatchResponseSchema } from "../src/flyte/proto/app_service_pb.ts";
 import { expectedApp, type GoldenAnswer, type GoldenVector, goldenConfig, goldenReplicas, jsonDiff, loadGolden } from "./helpers/golden.ts";
 
 const golden = loadGolden();
@@ -80,6 +82,23 @@ describe("kserviceToApp equals Flyte's Go code (golden vectors)", () => {
     console.log(`golden vectors: ${JSON.stringify(counts)}`);
     assert.equal(golden.length, 4000);
     assert.deepEqual(different, []);
+  });
+
+  test("every App's JSON is the proto3 JSON of its message: a strict parse (no unknown fields) and connect-es's printing give the same values", () => {
+    // Connect JSON Watch frames are the event's own JSON (src/service/connect/frames.ts), not a
+    // fromJson → toJsonString round trip: this is what makes that the same answer.
+    let n = 0;
+    for (const { vector } of golden) {
+      const app = convert(vector).app;
+      if (app === undefined) continue;
+      for (const event of [{ createEvent: { app } }, { updateEvent: { updatedApp: app, oldApp: app } }, { deleteEvent: { app } }]) {
+        const json = JSON.stringify(event);
+        const printed = toJsonString(WatchResponseSchema, fromJsonString(WatchResponseSchema, json));
+        assert.deepEqual(JSON.parse(printed), event, `${vector.id} [${vector.tags.join(" ")}]`);
+      }
+      n++;
+    }
+    assert.ok(n > 3000, `${n} Apps`);
   });
 
   test("proto3 JSON omits default values: an empty identity part is not printed", () => {

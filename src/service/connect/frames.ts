@@ -9,19 +9,25 @@
  * changes/s × 1,000 subscribers) measured 27 % of the thread in that serialization and ~37 % in
  * the pipeline, and the stream backlogged. Here the enveloped bytes of each event are cached per
  * `WatchResponse` object (a WeakMap, like {@link watchMessage}), so every subscriber's stream
- * enqueues the same `Uint8Array`. The bytes are exactly what connect-es sends: a 5-byte envelope
- * (flags 0, big-endian length) + `toJsonString(WatchResponseSchema, msg)` or `toBinary(...)`
- * (tests/service-connect-frames.test.ts compares them with connect-es's own output).
+ * enqueues the same `Uint8Array`: a 5-byte envelope (flags 0, big-endian length) + the data.
+ * Binary data is `toBinary(WatchResponseSchema, msg)`, connect-es's bytes. JSON data is the
+ * event's own JSON, the string WebSocket and SSE frames share (`service/frames.ts`): an App is
+ * already proto3 JSON (Flyte's, golden-checked), so going JSON → protobuf message → JSON again
+ * (`fromJson` + `toJsonString`, ~5× a `JSON.stringify`, and most of the garbage of the B6 Deno
+ * profile's long tasks) only re-orders keys. tests/service-connect-frames.test.ts checks that a
+ * strict `fromJsonString` (no unknown fields) of the frame gives connect-es's message, and
+ * tests/flyte-golden.test.ts that every golden App's JSON equals its `toJsonString` round trip.
  *
  * The end-stream frame (flags 0x02) uses connect-es's own end-stream serialization, so trailers
  * and error JSON are connect-es's.
  * @module
  */
-import { fromJson, type JsonValue, type Message, toBinary, toJsonString } from "@bufbuild/protobuf";
+import { fromJson, type JsonValue, type Message, toBinary } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
 import { createEndStreamSerialization, endStreamFlag } from "@connectrpc/connect/protocol-connect";
 import type { WatchResponse } from "../../flyte/model.ts";
 import { WatchResponseSchema } from "../../flyte/proto/app_service_pb.ts";
+import { watchResponseJson } from "../frames.ts";
 
 const watchMessages = new WeakMap<WatchResponse, Message>();
 
@@ -53,8 +59,7 @@ export function watchFrame(event: WatchResponse, binary: boolean): Uint8Array {
   const cache = binary ? binaryFrames : jsonFrames;
   let frame = cache.get(event);
   if (frame === undefined) {
-    const msg = watchMessage(event) as never;
-    frame = envelope(0, binary ? toBinary(WatchResponseSchema, msg) : encoder.encode(toJsonString(WatchResponseSchema, msg)));
+    frame = envelope(0, binary ? toBinary(WatchResponseSchema, watchMessage(event) as never) : encoder.encode(watchResponseJson(event)));
     cache.set(event, frame);
   }
   return frame;
