@@ -14,6 +14,7 @@ import { createCredentials } from "../src/kube/credentials.ts";
 import { Reflector, type ReflectorOptions } from "../src/watch/reflector.ts";
 import { createWatcher } from "../src/watch/group.ts";
 import { KNATIVE_SERVICES, type KubeObject, type ReflectorEvent } from "../src/watch/types.ts";
+import { VirtualClock } from "../src/watch/clock.ts";
 import { type Sandbox, startSandbox } from "../src/sandbox/mod.ts";
 import { delay, start, summary, waitFor } from "./helpers/run.ts";
 import { fingerprint, strictReplay } from "./helpers/replay.ts";
@@ -61,24 +62,42 @@ function reflectorFor(e: Env, options: Partial<ReflectorOptions<KubeObject>> = {
   });
 }
 
+/**
+ * Polls `pred` (a signal from the real HTTP side), moving `clock` through every backoff it is waiting
+ * on: with a virtual clock the idle budget is passed only where a test says so (`clock.advance`).
+ */
+async function untilOn(clock: VirtualClock, pred: () => boolean, what: string): Promise<void> {
+  await waitFor(() => {
+    if (pred()) return true;
+    const backoff = clock.pending("backoff")[0];
+    if (backoff !== undefined) clock.advanceTo(backoff.due);
+    return pred();
+  }, what);
+}
+
 const watchRequests = (s: Sandbox) => s.requests.filter((r) => r.query.watch === "1" || r.query.watch === "true");
 const listRequests = (s: Sandbox) => s.requests.filter((r) => !(r.query.watch === "1" || r.query.watch === "true") && r.method === "GET" && r.path.endsWith("/services"));
 
 describe("failure modes against the sandbox", () => {
-  test("1: a half-open connection is aborted within the idle budget; the watch resumes from the last RV and gets the event sent during the outage; no relist", async () => {
+  test("1: a half-open connection is aborted when the idle budget is spent, not before; the watch resumes from the last RV and gets the event sent during the outage; no relist", async () => {
     const e = await env();
-    const r = reflectorFor(e, { idleTimeoutMs: 300 });
+    const clock = new VirtualClock(1_000_000);
+    const r = reflectorFor(e, { idleTimeoutMs: 300, clock });
     e.sandbox.create("services", ksvc("a"));
     const run = start(r);
     try {
-      await run.waitFor(() => r.synced && e.sandbox.activeWatches() === 1, "synced and watching");
+      await untilOn(clock, () => r.synced && e.sandbox.activeWatches() === 1, "synced and watching");
       e.sandbox.faults.add({ verb: "watch", action: { type: "stall" } });
       e.sandbox.closeWatches(); // the next watch will be half-open
-      await waitFor(() => e.sandbox.faults.pending === 0, "stalled watch started");
-      const stalledAt = Date.now();
+      await untilOn(clock, () => e.sandbox.faults.pending === 0 && e.sandbox.activeWatches() === 1, "stalled watch started");
+      await untilOn(clock, () => clock.pending("idle").length === 1, "the stalled watch's idle timer");
       e.sandbox.create("services", ksvc("during-outage"));
-      await run.waitFor(() => r.store.has("flyte/during-outage"), "event from the outage");
-      assert.ok(Date.now() - stalledAt >= 280, "not before the idle budget");
+      clock.advance(299);
+      assert.equal(clock.pending("idle").length, 1, "still waiting 1 ms before the idle budget");
+      clock.advance(1);
+      assert.equal(clock.pending("idle").length, 0, "the idle timer fired at the budget and did not re-arm");
+      await untilOn(clock, () => r.metrics.reconnects.idle === 1, "reconnect counted as idle");
+      await untilOn(clock, () => r.store.has("flyte/during-outage"), "event from the outage");
       assert.equal(r.metrics.reconnects.idle, 1);
       assert.equal(listRequests(e.sandbox).length, 1, "no relist");
       const w = watchRequests(e.sandbox);
@@ -89,21 +108,29 @@ describe("failure modes against the sandbox", () => {
     }
   });
 
-  test("2: a healthy stream is never cut by a client timeout (one connection for 3 s of steady events); a stall is", async () => {
+  test("2: a healthy stream is never cut by a client timeout (one connection for 3 s of steady events, 100 ms apart, idle budget 500 ms); a stall is", async () => {
     const e = await env();
-    const r = reflectorFor(e, { idleTimeoutMs: 500 });
+    const clock = new VirtualClock(1_000_000);
+    const r = reflectorFor(e, { idleTimeoutMs: 500, clock });
     e.sandbox.faults.add({ verb: "watch", action: { type: "stall", afterEvents: 30 } });
     const run = start(r);
     try {
-      await run.waitFor(() => r.synced && e.sandbox.activeWatches() === 1, "synced and watching");
+      await untilOn(clock, () => r.synced && e.sandbox.activeWatches() === 1, "synced and watching");
       for (let i = 0; i < 30; i++) {
         e.sandbox.create("services", ksvc(`steady-${i}`));
-        await delay(100);
+        await waitFor(() => r.store.has(`flyte/steady-${i}`), `steady-${i} received`);
+        clock.advance(100);
       }
+      assert.equal(r.metrics.reconnects.idle, 0, "never cut while events flow");
       assert.equal(watchRequests(e.sandbox).length, 1, "one upstream connection for the whole steady phase");
       assert.equal(r.store.size, 30);
       e.sandbox.create("services", ksvc("after-stall"));
-      await run.waitFor(() => r.store.has("flyte/after-stall"), "resumed after the stall");
+      clock.advance(399);
+      assert.equal(clock.pending("idle").length, 1, "the stall is not cut before the budget");
+      clock.advance(1);
+      assert.equal(clock.pending("idle").length, 0, "cut at the budget");
+      await untilOn(clock, () => r.metrics.reconnects.idle === 1, "reconnect counted as idle");
+      await untilOn(clock, () => r.store.has("flyte/after-stall"), "resumed after the stall");
       assert.equal(r.metrics.reconnects.idle, 1);
       assert.equal(watchRequests(e.sandbox).length, 2);
     } finally {
@@ -356,12 +383,18 @@ describe("failure modes against the sandbox", () => {
 
   test("10: a slow consumer is not mistaken for a dead connection, and nothing is lost", async () => {
     const e = await env();
-    const r = reflectorFor(e, { idleTimeoutMs: 200 });
+    const clock = new VirtualClock(1_000_000);
+    const r = reflectorFor(e, { idleTimeoutMs: 200, clock });
     const run = start(r, async (ev) => {
-      if (ev.type !== "synced") await delay(450); // > 2× the idle budget per event
+      // The consumer holds each event for > 2× the idle budget (and yields a real turn, so the
+      // connection could notice): a paused connection must not count that as silence.
+      if (ev.type !== "synced") {
+        clock.advance(450);
+        await new Promise((resolve) => setTimeout(resolve, 0));
+      }
     });
     try {
-      await run.waitFor(() => r.synced && e.sandbox.activeWatches() === 1, "synced and watching");
+      await untilOn(clock, () => r.synced && e.sandbox.activeWatches() === 1, "synced and watching");
       for (let i = 0; i < 4; i++) e.sandbox.create("services", ksvc(`slow-${i}`));
       await run.waitFor(() => run.events.length === 5, "all events", 10_000);
       assert.equal(r.metrics.reconnects.idle, 0);
