@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { errorFromResponse } from "../src/kube/status.ts";
 import type { Sandbox } from "../src/sandbox/mod.ts";
 import { call, withSandbox } from "../src/sandbox/testing.ts";
+import { VirtualClock } from "../src/watch/clock.ts";
 
 type Item = { metadata: { name: string; resourceVersion: string; labels?: Record<string, string> }; spec?: unknown };
 const names = (body: { items: Item[] }) => body.items.map((o) => o.metadata.name);
@@ -133,11 +134,18 @@ describe("sandbox list: pagination (§1.6, L2, L4)", () => {
   });
 
   test("continue tokens expire after continueTtlMs: 410 Expired with an inconsistent continuation in metadata.continue", async () => {
-    await withSandbox({ continueTtlMs: 40 }, async ({ sandbox, api }) => {
+    const clock = new VirtualClock(1_000_000);
+    await withSandbox({ continueTtlMs: 40, clock }, async ({ sandbox, api }) => {
       for (const n of ["a", "b", "c"]) sandbox.create("services", { metadata: { name: n, namespace: "default" } });
       const col = `${api}/namespaces/default/services`;
       const p1 = await call(`${col}?limit=1`);
-      await new Promise((r) => setTimeout(r, 60));
+      // 39 ms on: the token is still good (the next page, not a 410).
+      clock.advance(39);
+      const early = await call(`${col}?limit=1&continue=${encodeURIComponent(p1.body.metadata.continue)}`);
+      assert.equal(early.status, 200);
+      assert.deepEqual(names(early.body), ["b"]);
+      // 40 ms on: expired.
+      clock.advance(1);
       sandbox.create("services", { metadata: { name: "bb", namespace: "default" } });
       const res = await fetch(`${col}?limit=1&continue=${encodeURIComponent(p1.body.metadata.continue)}`);
       assert.equal(res.status, 410);
@@ -295,8 +303,16 @@ describe("sandbox list: validation (L6) and resourceVersion semantics (§1.2, L7
   });
 
   test("a future RV waits tooLargeWaitMs, then 504 Timeout with cause ResourceVersionTooLarge and Retry-After: 1", async () => {
-    await withSandbox({ tooLargeWaitMs: 30 }, async ({ api }) => {
-      const res = await fetch(`${api}/namespaces/default/services?resourceVersion=50`);
+    const clock = new VirtualClock();
+    await withSandbox({ tooLargeWaitMs: 30_000, clock }, async ({ api }) => {
+      const pending = fetch(`${api}/namespaces/default/services?resourceVersion=50`);
+      // The request is parked on a timer of exactly tooLargeWaitMs; nothing answers before it fires.
+      const parked = await clock.next("too-large-rv");
+      assert.equal(parked.delay, 30_000);
+      clock.advance(29_999);
+      assert.equal(clock.pending("too-large-rv").length, 1);
+      clock.advance(1);
+      const res = await pending;
       assert.equal(res.status, 504);
       assert.equal(res.headers.get("retry-after"), "1");
       const err = await errorFromResponse(res, "list");
@@ -309,10 +325,12 @@ describe("sandbox list: validation (L6) and resourceVersion semantics (§1.2, L7
   });
 
   test("a future RV that is reached while waiting is served", async () => {
-    await withSandbox({ tooLargeWaitMs: 5000 }, async ({ sandbox, api }) => {
+    const clock = new VirtualClock();
+    await withSandbox({ tooLargeWaitMs: 5000, clock }, async ({ sandbox, api }) => {
+      const parked = clock.next("too-large-rv");
       const pending = call(`${api}/namespaces/default/services?resourceVersion=2&resourceVersionMatch=NotOlderThan`);
-      // The request is parked; a write brings the RV to 2 and releases it.
-      await new Promise((r) => setTimeout(r, 20));
+      // The request is parked (its timer is set); a write brings the RV to 2 and releases it.
+      await parked;
       sandbox.create("services", { metadata: { name: "late", namespace: "default" } });
       const r = await pending;
       assert.equal(r.status, 200);

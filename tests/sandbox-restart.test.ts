@@ -1,10 +1,12 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startSandbox } from "../src/sandbox/mod.ts";
+import { VirtualClock } from "../src/watch/clock.ts";
 
 describe("sandbox restart() emulates a kube-apiserver restart", () => {
   test("streams end; 429 'storage is (re)initializing' with Retry-After while warming up; then old RVs are 410", async () => {
-    const { sandbox, url, close } = await startSandbox();
+    const clock = new VirtualClock();
+    const { sandbox, url, close } = await startSandbox({ clock });
     try {
       const created = sandbox.create("services", { metadata: { name: "a", namespace: "flyte" }, spec: {} });
       const oldRv = created.metadata.resourceVersion!;
@@ -21,7 +23,12 @@ describe("sandbox restart() emulates a kube-apiserver restart", () => {
       const list = await fetch(base);
       assert.equal(list.status, 429);
       await list.body?.cancel();
-      await new Promise((r) => setTimeout(r, 400));
+      // The warm-up is exactly warmupMs: 1 ms before its end the sandbox still answers 429.
+      clock.advance(299);
+      const still = await fetch(base);
+      assert.equal(still.status, 429);
+      await still.body?.cancel();
+      clock.advance(1);
       const after = await fetch(`${base}?watch=1&resourceVersion=${oldRv}`);
       assert.equal(after.status, 200);
       const first = JSON.parse((await after.text()).trim().split("\n")[0]!);

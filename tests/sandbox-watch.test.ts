@@ -4,6 +4,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { errorFromStatus } from "../src/kube/status.ts";
 import { call, openWatch, until, type WatchLine, withSandbox } from "../src/sandbox/testing.ts";
+import { VirtualClock } from "../src/watch/clock.ts";
 
 const rvOf = (e: WatchLine) => Number(e.object.metadata.resourceVersion);
 const summary = (events: WatchLine[]) =>
@@ -125,8 +126,15 @@ describe("sandbox watch: start semantics (§1.2)", () => {
   });
 
   test("a future RV: waits tooLargeWaitMs, then 200 + ERROR 504 ResourceVersionTooLarge; reached in time it streams", async () => {
-    await withSandbox({ tooLargeWaitMs: 30 }, async ({ api }) => {
-      const w = await openWatch(`${api}/namespaces/default/services?watch=1&resourceVersion=9`);
+    const clock = new VirtualClock();
+    await withSandbox({ tooLargeWaitMs: 30_000, clock }, async ({ api }) => {
+      const opening = openWatch(`${api}/namespaces/default/services?watch=1&resourceVersion=9`);
+      // Parked on one timer of exactly tooLargeWaitMs; the answer comes when it fires.
+      assert.equal((await clock.next("too-large-rv")).delay, 30_000);
+      clock.advance(29_999);
+      assert.equal(clock.pending("too-large-rv").length, 1);
+      clock.advance(1);
+      const w = await opening;
       assert.equal(w.response.status, 200);
       const events = await w.rest();
       assert.equal(events.length, 1);
@@ -136,9 +144,10 @@ describe("sandbox watch: start semantics (§1.2)", () => {
       assert.equal(err.retryAfterSeconds, 1);
       assert.equal(err.isTooLargeResourceVersion, true);
     });
-    await withSandbox({ tooLargeWaitMs: 5000 }, async ({ sandbox, api }) => {
+    await withSandbox({ tooLargeWaitMs: 5000, clock }, async ({ sandbox, api }) => {
+      const parked = clock.next("too-large-rv");
       const pending = openWatch(`${api}/namespaces/default/services?watch=1&resourceVersion=2`);
-      await new Promise((r) => setTimeout(r, 20));
+      await parked; // the watch waits for RV 2
       sandbox.create("services", { metadata: { name: "a", namespace: "default" } }); // 2
       const w = await pending;
       try {
@@ -223,28 +232,36 @@ describe("sandbox watch: streaming list and validation (§1.5, S1–S6)", () => 
 
 describe("sandbox watch: bookmarks, timeouts, selectors (§1.4, §1.7, B1–B3)", () => {
   test("periodic bookmarks carry only kind/apiVersion/RV and are sent only when the RV moved past what was sent", async () => {
-    await withSandbox({ bookmarkIntervalMs: 15 }, async ({ sandbox, api }) => {
+    const clock = new VirtualClock();
+    await withSandbox({ bookmarkIntervalMs: 15, clock }, async ({ sandbox, api }) => {
       sandbox.create("services", { metadata: { name: "a", namespace: "default" } }); // 2
       const w = await openWatch(`${api}/namespaces/default/services?watch=1&allowWatchBookmarks=true&resourceVersion=2`);
       try {
+        await until(() => clock.pending("bookmark").length === 1, "the periodic bookmark armed");
+        assert.equal(clock.pending("bookmark")[0]!.delay, 15);
         // A write to another resource moves the global RV: the services watcher gets a bookmark, not an event.
         sandbox.create("revisions", { metadata: { name: "r1", namespace: "default" } }); // 3
+        clock.advance(15);
         const [bm] = await w.take(1);
         assert.deepEqual(bm!.object, { kind: "Service", apiVersion: "serving.knative.dev/v1", metadata: { resourceVersion: "3" } });
-        // Several bookmark ticks pass with nothing new: none of them may repeat RV 3.
-        await new Promise((r) => setTimeout(r, 80));
+        // Five bookmark ticks pass with nothing new: none of them may repeat RV 3.
+        for (let i = 0; i < 5; i++) clock.advance(15);
         sandbox.patch("services", "default", "a", { spec: { v: 1 } }); // 4
         sandbox.create("revisions", { metadata: { name: "r2", namespace: "default" } }); // 5
+        clock.advance(15);
         // No repeated bookmark for an RV already sent: the next lines are exactly these.
         assert.deepEqual(summary(await w.take(2)), ["MODIFIED a@4", "BOOKMARK @5"]);
       } finally {
         await w.cancel();
       }
-      // Without allowWatchBookmarks there are none.
+      await until(() => sandbox.activeWatches() === 0, "the first watch released");
+      // Without allowWatchBookmarks there are none: no bookmark timer, and ticks' worth of time sends nothing.
       const plain = await openWatch(`${api}/namespaces/default/services?watch=1&resourceVersion=5`);
       try {
+        await until(() => clock.pending("watch-timeout").length === 1, "the plain watch armed");
+        assert.deepEqual(clock.pending("bookmark"), []);
         sandbox.create("revisions", { metadata: { name: "r3", namespace: "default" } }); // 6
-        await new Promise((r) => setTimeout(r, 60));
+        clock.advance(60);
         sandbox.patch("services", "default", "a", { spec: { v: 2 } }); // 7
         assert.deepEqual(summary(await plain.take(1)), ["MODIFIED a@7"]);
       } finally {
@@ -254,22 +271,43 @@ describe("sandbox watch: bookmarks, timeouts, selectors (§1.4, §1.7, B1–B3)"
   });
 
   test("timeoutSeconds ends the stream cleanly (no ERROR), with a bookmark shortly before the deadline", async () => {
-    await withSandbox({}, async ({ sandbox, api }) => {
+    const clock = new VirtualClock();
+    await withSandbox({ clock }, async ({ sandbox, api }) => {
       sandbox.create("services", { metadata: { name: "a", namespace: "default" } }); // 2
       sandbox.create("revisions", { metadata: { name: "r", namespace: "default" } }); // 3
       // Nothing to replay after 2, but the global RV is 3: the pre-timeout bookmark reports it.
-      const w = await openWatch(`${api}/namespaces/default/services?watch=1&allowWatchBookmarks=true&resourceVersion=2&timeoutSeconds=1`);
-      assert.deepEqual(summary(await w.rest(3000)), ["BOOKMARK @3"]);
+      const w = await openWatch(`${api}/namespaces/default/services?watch=1&allowWatchBookmarks=true&resourceVersion=2&timeoutSeconds=30`);
+      await until(() => clock.pending("watch-timeout").length === 1, "the watch armed");
+      // cache_watcher.go: the bookmark 2 s before the deadline.
+      assert.equal(clock.pending("watch-timeout")[0]!.delay, 30_000);
+      assert.equal(clock.pending("pre-timeout-bookmark")[0]!.delay, 28_000);
+      clock.advance(28_000);
+      assert.deepEqual(summary(await w.take(1)), ["BOOKMARK @3"]);
+      clock.advance(1_999);
+      assert.equal(w.ended, false);
+      assert.equal(sandbox.activeWatches(), 1);
+      clock.advance(1);
+      assert.deepEqual(summary(await w.rest()), []);
       assert.equal(w.ended, true);
       await until(() => sandbox.activeWatches() === 0, "watch unregistered");
     });
     // bookmarkIntervalMs 0: no periodic or pre-timeout bookmarks, but the streaming-list end marker stays.
-    await withSandbox({ bookmarkIntervalMs: 0 }, async ({ sandbox, api }) => {
+    const quiet = new VirtualClock();
+    await withSandbox({ bookmarkIntervalMs: 0, clock: quiet }, async ({ sandbox, api }) => {
       sandbox.create("services", { metadata: { name: "a", namespace: "default" } }); // 2
       sandbox.create("revisions", { metadata: { name: "r", namespace: "default" } }); // 3
       const col = `${api}/namespaces/default/services?watch=1&allowWatchBookmarks=true&timeoutSeconds=1`;
-      assert.deepEqual(summary(await (await openWatch(`${col}&resourceVersion=2`)).rest(3000)), []);
-      assert.deepEqual(summary(await (await openWatch(col)).rest(3000)), ["ADDED a@2", "BOOKMARK @3"]);
+      const replay = await openWatch(`${col}&resourceVersion=2`);
+      await until(() => quiet.pending("watch-timeout").length === 1, "the watch armed");
+      assert.deepEqual(quiet.pending().map((t) => t.purpose), ["watch-timeout"]);
+      quiet.advance(1000);
+      assert.deepEqual(summary(await replay.rest()), []);
+      await until(() => sandbox.activeWatches() === 0, "the first watch released");
+      const initial = await openWatch(col);
+      assert.deepEqual(summary(await initial.take(2)), ["ADDED a@2", "BOOKMARK @3"]);
+      assert.deepEqual(quiet.pending().map((t) => t.purpose), ["watch-timeout"]);
+      quiet.advance(1000);
+      assert.deepEqual(summary(await initial.rest()), []);
     });
   });
 

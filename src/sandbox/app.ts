@@ -37,6 +37,8 @@ export interface AppCore {
   readonly timers: TimerSet;
   readonly faults: Faults;
   readonly requests: RequestRecord[];
+  /** The sandbox clock's time, for request records. */
+  now(): number;
   readonly logger: Logger;
   readonly watchList: boolean;
   readonly leadingNewline: boolean;
@@ -162,7 +164,7 @@ export function createApp(core: AppCore): Hono {
       method: c.req.method,
       path: url.pathname,
       query: Object.fromEntries(url.searchParams),
-      time: Date.now(),
+      time: core.now(),
     };
     core.requests.push(record);
     core.logger.debug("sandbox request", { method: record.method, path: record.path, query: record.query });

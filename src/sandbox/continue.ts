@@ -5,6 +5,7 @@
  * @module
  */
 import { base64UrlToText, textToBase64Url } from "../base64url.ts";
+import { type Clock, realClock } from "../watch/clock.ts";
 import { badRequest } from "./errors.ts";
 
 /** A decoded continue token. */
@@ -13,7 +14,7 @@ export interface ContinueToken {
   rv: number;
   /** Resume at the first key ≥ start (the last returned key + "\u0000"). */
   start: string;
-  /** Issue time, ms since the epoch. */
+  /** Issue time, ms of the sandbox's clock (since the epoch on the real clock). */
   iat: number;
   /** Issue sequence, for {@link ContinueTokens.expireAll}. */
   seq: number;
@@ -26,9 +27,11 @@ export class ContinueTokens {
   #seq = 0;
   #expiredThrough = 0;
   readonly #ttlMs: number;
+  readonly #clock: Clock;
 
-  constructor(ttlMs: number) {
+  constructor(ttlMs: number, clock: Clock = realClock) {
     this.#ttlMs = ttlMs;
+    this.#clock = clock;
   }
 
   /** A token that resumes after `lastKey` in the snapshot at `rv`. */
@@ -70,7 +73,7 @@ export class ContinueTokens {
   }
 
   /** True when the token has outlived its TTL or {@link expireAll} ran after it was issued. */
-  isExpired(token: ContinueToken, now = Date.now()): boolean {
+  isExpired(token: ContinueToken, now = this.#clock.now()): boolean {
     return token.seq <= this.#expiredThrough || now - token.iat >= this.#ttlMs;
   }
 
@@ -80,7 +83,7 @@ export class ContinueTokens {
   }
 
   #encode(rv: number, start: string): string {
-    const body = { v: VERSION, rv, start, iat: Date.now(), seq: ++this.#seq };
+    const body = { v: VERSION, rv, start, iat: this.#clock.now(), seq: ++this.#seq };
     return textToBase64Url(JSON.stringify(body));
   }
 }

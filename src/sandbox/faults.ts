@@ -126,7 +126,7 @@ export function cutSource(inner: ChunkSource, afterEvents: number, midLine: bool
       if (c && c.length > 1) return c.subarray(0, Math.floor(c.length / 2));
     }
     inner.cancel();
-    await timers.sleep(CUT_FLUSH_MS, ac.signal);
+    await timers.flush(CUT_FLUSH_MS, ac.signal);
     throw new CutError("injected cut");
   }, () => ac.abort());
 }
@@ -185,7 +185,7 @@ export function dripSource(inner: ChunkSource, chunkBytes: number, delayMs: numb
         if (c === null) return null;
         buf = c;
       }
-      if (!(await timers.sleep(delayMs, ac.signal))) return null;
+      if (!(await timers.sleep(delayMs, ac.signal, "drip"))) return null;
       const out = buf.subarray(0, chunkBytes);
       buf = buf.subarray(chunkBytes);
       return out;

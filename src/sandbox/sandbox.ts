@@ -12,6 +12,7 @@ import { RESOURCE_NAMES } from "./resources.ts";
 import { ObjectStore } from "./store.ts";
 import type { OpenBody } from "./stream.ts";
 import { TimerSet } from "./timers.ts";
+import { realClock } from "../watch/clock.ts";
 import type { FaultInjector, KubeObject, RequestRecord, SandboxOptions, SandboxResource } from "./types.ts";
 import { WatchHub } from "./watch.ts";
 
@@ -25,7 +26,7 @@ export class Sandbox {
   readonly requests: RequestRecord[] = [];
   readonly #faults = new Faults();
   readonly #store: ObjectStore;
-  readonly #timers = new TimerSet();
+  readonly #timers: TimerSet;
   readonly #hub: WatchHub;
   readonly #tokens: ContinueTokens;
   readonly #open = new Map<OpenBody, boolean>();
@@ -36,11 +37,13 @@ export class Sandbox {
 
   constructor(options: SandboxOptions = {}) {
     const historyLimit = options.historyLimit ?? 1000;
+    const clock = options.clock ?? realClock;
+    this.#timers = new TimerSet(clock);
     this.#logger = options.logger ?? silentLogger;
     this.#token = options.token;
     this.#tooLargeWaitMs = options.tooLargeWaitMs ?? 3000;
     this.#store = new ObjectStore({ historyLimit, ...(options.initialResourceVersion !== undefined ? { initialRV: options.initialResourceVersion } : {}) });
-    this.#tokens = new ContinueTokens(options.continueTtlMs ?? 300_000);
+    this.#tokens = new ContinueTokens(options.continueTtlMs ?? 300_000, clock);
     this.#hub = new WatchHub(this.#store, this.#timers, {
       historyLimit: this.#store.historyLimit,
       bookmarkIntervalMs: options.bookmarkIntervalMs ?? 60_000,
@@ -53,6 +56,7 @@ export class Sandbox {
       timers: this.#timers,
       faults: this.#faults,
       requests: this.requests,
+      now: () => clock.now(),
       logger: this.#logger,
       watchList: options.watchList ?? true,
       leadingNewline: options.leadingNewline ?? false,
@@ -65,7 +69,7 @@ export class Sandbox {
       waitForRV: (rv) =>
         this.#disposed
           ? Promise.resolve(this.#store.rv >= rv)
-          : this.#store.waitForRV(rv, (onTimeout) => this.#timers.set(onTimeout, this.#tooLargeWaitMs)),
+          : this.#store.waitForRV(rv, (onTimeout) => this.#timers.set(onTimeout, this.#tooLargeWaitMs, "too-large-rv")),
       // kube-apiserver picks [minRequestTimeout, 2×minRequestTimeout) with the 1800 s default.
       defaultTimeoutMs: () => (1800 + Math.floor(Math.random() * 1800)) * 1000,
     };
@@ -173,7 +177,7 @@ export class Sandbox {
     if (warmupMs <= 0) return;
     const action = { type: "status", code: 429, reason: "TooManyRequests", message: "storage is (re)initializing", retryAfterSeconds: 1 } as const;
     const rules = (["list", "watch"] as const).map((verb) => this.faults.add({ verb, times: Infinity, action }));
-    this.#timers.set(() => rules.forEach((r) => r.remove()), warmupMs);
+    this.#timers.set(() => rules.forEach((r) => r.remove()), warmupMs, "warmup");
   }
 
   /** Clears all timers and ends all streams. The sandbox answers no new watches afterwards. */

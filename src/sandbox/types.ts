@@ -3,6 +3,7 @@
  * @module
  */
 import type { Logger } from "../log.ts";
+import type { Clock } from "../watch/clock.ts";
 
 /** The resources the sandbox serves, all in `serving.knative.dev/v1`. */
 export type SandboxResource = "services" | "revisions";
@@ -30,6 +31,13 @@ export interface SandboxOptions {
   continueTtlMs?: number;
   /** How long a request for a future RV waits before answering 504 (default 3000). */
   tooLargeWaitMs?: number;
+  /**
+   * The clock every sandbox timer and timestamp reads (default the real one): watch timeouts,
+   * bookmarks, continue-token expiry, the future-RV wait, restart warm-up, drip faults, request
+   * times. Tests pass a `VirtualClock` to run these rules with no real waiting. The pause before
+   * an injected `cut` is always real time (it lets written bytes reach the client).
+   */
+  clock?: Clock;
   logger?: Logger;
   /**
    * Start every streamed response body with one `"\n"` (JSON whitespace) so the HTTP header
@@ -46,7 +54,7 @@ export interface RequestRecord {
   path: string;
   /** Query parameters; for a repeated key the last value. */
   query: Record<string, string>;
-  /** Arrival time, ms since the epoch. */
+  /** Arrival time, ms of the sandbox's clock (since the epoch on the real clock). */
   time: number;
   /** HTTP status of the answer, once known (200 for a watch as soon as it starts streaming). */
   status?: number;

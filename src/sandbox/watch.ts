@@ -148,7 +148,7 @@ export class WatchSession implements ChunkSource {
     this.#lastSentRV = plan.startRV;
     const timers = hub.timers;
     // timeoutSeconds ends the stream cleanly, with no ERROR (§1.7).
-    this.#clear.push(timers.set(() => this.end(), plan.timeoutMs));
+    this.#clear.push(timers.set(() => this.end(), plan.timeoutMs, "watch-timeout"));
     // bookmarkIntervalMs 0 turns periodic and pre-timeout bookmarks off (the server "ignores"
     // allowWatchBookmarks, B2); the initial-events-end marker is protocol and is still sent.
     const interval = hub.options.bookmarkIntervalMs;
@@ -157,12 +157,12 @@ export class WatchSession implements ChunkSource {
         this.#clearPeriodic = timers.set(() => {
           this.#requestBookmark();
           arm();
-        }, interval);
+        }, interval, "bookmark");
       };
       arm();
       // cache_watcher.go sends one ~2 s before the deadline; shorter watches get it half-way.
       const before = Math.min(2000, plan.timeoutMs / 2);
-      this.#clear.push(timers.set(() => this.#requestBookmark(), plan.timeoutMs - before));
+      this.#clear.push(timers.set(() => this.#requestBookmark(), plan.timeoutMs - before, "pre-timeout-bookmark"));
     }
   }
 
