@@ -56,15 +56,23 @@ async function readAll(body: ReadableStream<Uint8Array>): Promise<{ text: string
   return { text: new TextDecoder().decode(all), chunks: parts.length };
 }
 
-const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/** A promise the test opens when something has happened: server and client step in turn, not by the clock. */
+function signal(): { promise: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => (open = resolve));
+  return { promise, open };
+}
 
 describe("the transport's fetch over loopback HTTP", () => {
   test("a streamed 200: status, headers, and the body as the server writes it, piece by piece", async () => {
+    // The server writes line i+1 only after the client has parsed line i: each piece reaches the
+    // client while the response is still open (nothing is buffered until the end).
+    const seen = Array.from({ length: 5 }, signal);
     await withServer(async (_req, res) => {
       res.writeHead(200, { "content-type": "application/json", "x-test": "yes" });
       for (let i = 0; i < 5; i++) {
         res.write(`{"type":"ADDED","i":${i},"s":"ü€"}\n`);
-        await delay(20);
+        await seen[i]!.promise;
       }
       res.end();
     }, async (url, t) => {
@@ -74,7 +82,10 @@ describe("the transport's fetch over loopback HTTP", () => {
       assert.equal(res.headers.get("content-type"), "application/json");
       assert.equal(res.headers.get("x-test"), "yes");
       const values: unknown[] = [];
-      for await (const v of ndjsonValues(res.body!)) values.push(v);
+      for await (const v of ndjsonValues(res.body!)) {
+        values.push(v);
+        seen[(v as { i: number }).i]!.open();
+      }
       assert.deepEqual(values.map((v) => (v as { i: number }).i), [0, 1, 2, 3, 4]);
       assert.equal((values[4] as { s: string }).s, "ü€");
     });
@@ -101,10 +112,11 @@ describe("the transport's fetch over loopback HTTP", () => {
   });
 
   test("a connection dropped mid-body errors the body (never a clean end), and ndjsonValues with it", async () => {
+    const gotTwo = signal();
     await withServer(async (req, res) => {
       res.writeHead(200, { "content-type": "application/json" });
       res.write(`{"type":"ADDED","i":0}\n{"type":"ADDED","i":1}\n{"type":"ADD`);
-      await delay(50);
+      await gotTwo.promise; // the client holds both whole lines (and maybe the half one) before the cut
       req.socket.destroy();
     }, async (url, t) => {
       const res = await t.fetch(`${url}/watch`, { method: "GET" });
@@ -112,7 +124,10 @@ describe("the transport's fetch over loopback HTTP", () => {
       const seen: number[] = [];
       await assert.rejects(
         (async () => {
-          for await (const v of ndjsonValues(res.body!)) seen.push((v as { i: number }).i);
+          for await (const v of ndjsonValues(res.body!)) {
+            seen.push((v as { i: number }).i);
+            if (seen.length === 2) gotTwo.open();
+          }
         })(),
         (err: unknown) => err instanceof Error,
       );
@@ -123,11 +138,8 @@ describe("the transport's fetch over loopback HTTP", () => {
   test("cancelling the body closes the connection", async () => {
     await withServer(async (_req, res) => {
       res.writeHead(200, { "content-type": "application/json" });
-      for (let i = 0; i < 200 && !res.destroyed; i++) {
-        res.write(`{"i":${i}}\n`);
-        await delay(10);
-      }
-      res.end();
+      res.write(`{"i":0}\n`);
+      // …and the response stays open: only the client's cancel can end it.
     }, async (url, t, closed) => {
       const res = await t.fetch(`${url}/watch`, { method: "GET" });
       for await (const v of ndjsonValues(res.body!)) {
@@ -139,10 +151,10 @@ describe("the transport's fetch over loopback HTTP", () => {
   });
 
   test("an abort before the headers rejects with the reason; an abort during the body ends it", async () => {
-    await withServer(async (req, res) => {
+    const arrived = signal();
+    await withServer((req, res) => {
       if (req.url === "/slow-headers") {
-        await delay(300);
-        if (!res.destroyed) res.end("{}");
+        arrived.open(); // …and no answer until the client gives up
         return;
       }
       res.writeHead(200, { "content-type": "application/json" });
@@ -151,16 +163,19 @@ describe("the transport's fetch over loopback HTTP", () => {
     }, async (url, t) => {
       const ac = new AbortController();
       const reason = new Error("stopped by the caller");
-      setTimeout(() => ac.abort(reason), 30);
-      await assert.rejects(t.fetch(`${url}/slow-headers`, { method: "GET", signal: ac.signal }), (err: unknown) => err === reason || (err as Error).name === "AbortError");
+      const slow = t.fetch(`${url}/slow-headers`, { method: "GET", signal: ac.signal });
+      await arrived.promise; // the request is at the server, waiting for headers
+      ac.abort(reason);
+      await assert.rejects(slow, (err: unknown) => err === reason || (err as Error).name === "AbortError");
 
       const ac2 = new AbortController();
       const res = await t.fetch(`${url}/body`, { method: "GET", signal: ac2.signal });
       const reader = res.body!.getReader();
       const first = await reader.read();
       assert.equal(first.done, false);
-      setTimeout(() => ac2.abort(new Error("stop")), 30);
-      await assert.rejects(reader.read());
+      const pending = reader.read(); // nothing more is coming: this read waits
+      ac2.abort(new Error("stop"));
+      await assert.rejects(pending);
     });
   });
 
