@@ -163,7 +163,10 @@ describe("failure modes against the sandbox", () => {
         e.sandbox.create("services", ksvc("b"));
         if (variant === "compacted history (in-stream ERROR 410)") e.sandbox.compact();
         await run.waitFor(() => r.metrics.relists === 1 && r.store.has("flyte/b") && watchRequests(e.sandbox).length >= 3, "watch after relist");
-        await delay(50);
+        // A barrier instead of a pause: a write that arrives through the live watch shows the
+        // reflector settled there (a second relist would have come before it).
+        e.sandbox.create("services", ksvc("sentinel"));
+        await run.waitFor(() => summary(run.events).some((s) => s.startsWith("added flyte/sentinel@")), "the sentinel through the watch");
         assert.equal(listRequests(e.sandbox).length, 2, `exactly one relist: ${JSON.stringify(e.sandbox.requests.map((q) => [q.method, q.path.split("/").pop(), q.query, q.status]))}`);
         const withStale = e.sandbox.requests.filter((q) => q.query.resourceVersion === staleRv);
         // The first watch, (the stalled one,) the re-watch that got 410 — and never again.
@@ -196,15 +199,22 @@ describe("failure modes against the sandbox", () => {
         if (bookmarks) await run.waitFor(() => r.resumeResourceVersion === e.sandbox.resourceVersion, "bookmark caught up");
         e.sandbox.closeWatches();
         await run.waitFor(() => watchRequests(e.sandbox).length >= 2, "re-watch");
-        await delay(100);
         if (bookmarks) {
+          // A barrier instead of a pause: the sentinel arriving through the re-watch shows that
+          // the re-watch was accepted (a 410 and relist would have come before it).
+          e.sandbox.create("services", ksvc("sentinel"));
+          await run.waitFor(() => summary(run.events).some((s) => s.startsWith("added flyte/sentinel@")), "the sentinel through the re-watch");
           assert.equal(r.metrics.expired, 0);
           assert.equal(r.metrics.relists, 0);
         } else {
           await run.waitFor(() => r.metrics.relists === 1, "relist");
           assert.equal(r.metrics.expired, 1);
         }
-        assert.deepEqual(summary(run.events.filter((x) => x.type !== "synced")), [`added flyte/quiet@${r.store.get("flyte/quiet")!.metadata.resourceVersion}`]);
+        const rvOf = (k: string) => r.store.get(k)!.metadata.resourceVersion;
+        assert.deepEqual(
+          summary(run.events.filter((x) => x.type !== "synced")),
+          [`added flyte/quiet@${rvOf("flyte/quiet")}`, ...(bookmarks ? [`added flyte/sentinel@${rvOf("flyte/sentinel")}`] : [])],
+        );
       } finally {
         await run.stop();
         await e.close();
@@ -325,8 +335,10 @@ describe("failure modes against the sandbox", () => {
         e.sandbox.closeWatches();
         await run.waitFor(() => watchRequests(e.sandbox).length === i + 2, `re-watch ${i}`);
       }
-      await delay(100);
-      assert.equal(run.events.length, before, "nothing emitted for unchanged objects");
+      // A barrier instead of a pause: the first thing emitted after the re-watches is the sentinel.
+      e.sandbox.create("services", ksvc("sentinel"));
+      await run.waitFor(() => summary(run.events).some((s) => s.startsWith("added flyte/sentinel@")), "the sentinel through the watch");
+      assert.deepEqual(summary(run.events.slice(before)), [`added flyte/sentinel@${r.store.get("flyte/sentinel")!.metadata.resourceVersion}`], "nothing emitted for unchanged objects");
       const w = watchRequests(e.sandbox);
       assert.equal(w[0]!.query.sendInitialEvents, "true");
       for (const q of w.slice(1)) assert.equal(q.query.sendInitialEvents, undefined);
