@@ -10,7 +10,7 @@ import { create } from "@bufbuild/protobuf";
 import { type FileDescriptorProto, FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 
 // FieldDescriptorProto.Type / Label numbers (google/protobuf/descriptor.proto).
-const T = { int64: 3, uint64: 4, int32: 5, bool: 8, string: 9, message: 11, uint32: 13, enum: 14 } as const;
+const T = { int64: 3, uint64: 4, int32: 5, bool: 8, string: 9, message: 11, bytes: 12, uint32: 13, enum: 14 } as const;
 const LABEL_OPTIONAL = 1;
 const LABEL_REPEATED = 3;
 // MethodOptions.IdempotencyLevel.NO_SIDE_EFFECTS: Connect serves such methods over GET too.
@@ -38,6 +38,7 @@ export interface MethodDef {
   name: string;
   input: string;
   output: string;
+  clientStreaming?: boolean;
   serverStreaming?: boolean;
   noSideEffects?: boolean;
 }
@@ -120,6 +121,7 @@ function service(def: ServiceDef): Record<string, unknown> {
       name: m.name,
       inputType: m.input,
       outputType: m.output,
+      ...(m.clientStreaming ? { clientStreaming: true } : {}),
       serverStreaming: m.serverStreaming ?? false,
       ...(m.noSideEffects ? { options: { idempotencyLevel: NO_SIDE_EFFECTS } } : {}),
     })),

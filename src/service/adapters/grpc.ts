@@ -3,7 +3,8 @@
  * (`--grpc-port`). gRPC needs HTTP/2 and response trailers, which the fetch `Response` behind the
  * Hono routes cannot carry, so this listener is `node:http2` with `@connectrpc/connect`'s
  * universal handlers (the small request/response bridge is below; `@connectrpc/connect-node`,
- * which has one too, declares Node >= 22); it serves Connect and gRPC-Web too. Tested on Node,
+ * which has one too, declares Node >= 22); it serves Connect and gRPC-Web too, and gRPC server
+ * reflection (`connect/reflection.ts`, a bidirectional stream: HTTP/2 only). Tested on Node,
  * Deno and Bun (their `node:http2`).
  * @module
  */
@@ -105,7 +106,10 @@ export function listenGrpc(service: AppServiceHandlers, options: { port: number;
     const u = universalRequest(req);
     let rejection: ConnectError | undefined;
     const contentType = u.header.get("content-type");
-    if (u.method === "POST" && isBinaryContentType(contentType)) {
+    // A client-streaming request (reflection) is read message by message by connect-es: reading
+    // it whole first would wait for a client that waits for our answer.
+    const clientStreams = handler.method.methodKind === "bidi_streaming" || handler.method.methodKind === "client_streaming";
+    if (u.method === "POST" && isBinaryContentType(contentType) && !clientStreams) {
       const bytes = await readIterableUpTo(u.body as AsyncIterable<Uint8Array>, service.maxMessageBytes + 64).catch(() => new Uint8Array(0));
       const checked = checkBinaryBody(contentType, u.header, bytes, handler.method.input, service.maxMessageBytes);
       rejection = checked.rejection;

@@ -41,6 +41,7 @@ import type { OpenStreams } from "../open-streams.ts";
 import { RESUME_FAILED_HEADER, RESUME_HEADER, START_HEADER } from "./names.ts";
 import { AppIdJson, errorText, GetRequestJson, invalid, ListRequestJson, watchTargetOf } from "./requests.ts";
 import { ConnectSink, WatchRun } from "./watch-run.ts";
+import { reflectionRoutes } from "./reflection.ts";
 
 /** What the Connect routes need from the rest of the service. */
 export interface ConnectRoutesOptions {
@@ -257,6 +258,8 @@ export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServ
   return {
     routes(router) {
       router.service(AppService, impl as never, { interceptors: [guard], readMaxBytes: options.maxMessageBytes });
+      // Bidirectional, so only the HTTP/2 listener (adapters/grpc.ts) serves it; the HTTP/1.1 port mounts AppService's paths only.
+      reflectionRoutes(router, { interceptors: [guard] });
     },
     contextValues(clientAddress, drainTracked, rejection) {
       const values = createContextValues().set(clientAddressKey, clientAddress).set(rejectionKey, rejection);
