@@ -20,6 +20,7 @@ import { startSandboxCluster } from "../src/sandbox/cluster.ts";
 import { connectCluster, type RunningService, startService } from "../src/service/server.ts";
 import { BOARD_ASSETS, BOARD_CSP } from "../src/service/board/route.ts";
 import { BOARD_JS } from "../src/service/board/client.gen.ts";
+import { visible } from "../src/visible.ts";
 import { type Browser, browserSkip, collectErrors, CONNECTION_NOISE, launchChromium, type Page } from "./helpers/browser.ts";
 import { freePort, startRestartableSandbox, writeKubeconfig } from "./helpers/restartable-sandbox.ts";
 import { http, ksvc, ksvcName, startTestService, testSettings, type TestService, within } from "./helpers/service.ts";
@@ -39,6 +40,14 @@ function pageMessageRule(): { decidingMessage: (conds: Cond[], phase: string) =>
   const fns = BOARD_JS.slice(BOARD_JS.indexOf("const phaseOf"), BOARD_JS.indexOf("function toRow"));
   assert.ok(line("const PLACEHOLDERS").length > 20 && fns.includes("function decidingMessage"), "the rule is where the test looks for it");
   return new Function(`${line("const PLACEHOLDERS")}\n${fns}\nreturn { decidingMessage, phaseOf, placeholders: PLACEHOLDERS };`)();
+}
+
+/** The page's own escaping for text read from the cluster, taken out of the shipped script. */
+function pageVisible(): { visible: (s: string) => string; shownPart: (s: string | undefined) => string } {
+  const from = BOARD_JS.indexOf("const INVISIBLE");
+  const code = BOARD_JS.slice(from, BOARD_JS.indexOf("/** @param {AppId} id */", from));
+  assert.ok(code.includes("function visible") && code.includes("function shownPart"), "the escaping is where the test looks for it");
+  return new Function(`${code}\nreturn { visible, shownPart };`)();
 }
 
 const gunzipLines = async (path: string) => gunzipSync(await readFile(new URL(path, import.meta.url))).toString("utf8").split("\n").filter(Boolean);
@@ -82,6 +91,18 @@ describe("the board's message rule over Flyte's golden apps", () => {
     assert.equal(decidingMessage([c("ACTIVE", "Routes are ready")], "ACTIVE"), "Routes are ready");
     assert.equal(decidingMessage([c("PENDING")], "PENDING"), "");
     assert.equal(decidingMessage([], "UNSPECIFIED"), "");
+  });
+});
+
+describe("the board shows identities and messages as people can read them (F14)", () => {
+  test("the page escapes exactly what src/visible.ts escapes, code point by code point; an empty part is \"\"", () => {
+    const page = pageVisible();
+    for (let c = 0; c <= 0xffff; c++) {
+      const s = `a${String.fromCharCode(c)}b`;
+      if (page.visible(s) !== visible(s)) assert.fail(`U+${c.toString(16).toUpperCase().padStart(4, "0")}: page ${JSON.stringify(page.visible(s))}, visible.ts ${JSON.stringify(visible(s))}`);
+    }
+    assert.equal(page.visible("evil\u202Etxt.exe"), "evil\\u202Etxt.exe");
+    assert.deepEqual([page.shownPart(""), page.shownPart(undefined), page.shownPart("n\u0000")], ['""', '""', "n\\u0000"]);
   });
 });
 
@@ -232,6 +253,22 @@ describe("live app board in headless Chromium", { skip }, () => {
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
       assert.ok(overflow <= 0, `no horizontal scrolling on a 390 px screen (overflow ${overflow}px)`);
       await page.screenshot({ path: `${ARTIFACTS}/board-narrow.png`, fullPage: true });
+
+      // F14: a name with a bidi override and a NUL, and an app-id of "//", shown escaped, not obeyed.
+      const spoof = ksvc("board", "dev", "x");
+      spoof.metadata!.name = "spoof";
+      spoof.metadata!.annotations!["flyte.org/app-id"] = "board/dev/evil\u202Etxt.exe\u0000";
+      s.sb.create("services", spoof);
+      const empty = ksvc("board", "dev", "y");
+      empty.metadata!.name = "empty-id";
+      empty.metadata!.annotations!["flyte.org/app-id"] = "//";
+      s.sb.create("services", empty);
+      await page.waitForFunction(() => document.querySelectorAll("#rows tr").length === 8, null, { timeout: 10_000 });
+      const names = await page.$$eval("#rows tr .name", (els: HTMLElement[]) => els.map((e) => e.textContent));
+      assert.ok(names.includes("evil\\u202Etxt.exe\\u0000"), JSON.stringify(names));
+      const paths = await page.$$eval("#rows tr .path", (els: HTMLElement[]) => els.map((e) => e.textContent));
+      assert.ok(paths.includes('flyte / "" / ""'), JSON.stringify(paths));
+      assert.ok(!names.some((n: string) => /[\u0000\u202E]/.test(n)), "no raw control or bidi character on the page");
       assert.deepEqual(errors, [], "no console errors or exceptions in the page");
     } finally {
       await context.close();

@@ -21,7 +21,7 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
  * longest prefix listed.
  */
 const LAYERS: readonly (readonly string[])[] = [
-  ["src/log.ts", "src/prng.ts", "src/version.ts", "src/yaml-error.ts", "src/runtime.ts", "src/base64url.ts", "src/bytes.ts"],
+  ["src/log.ts", "src/prng.ts", "src/version.ts", "src/yaml-error.ts", "src/runtime.ts", "src/base64url.ts", "src/bytes.ts", "src/visible.ts"],
   ["src/kube/"],
   ["src/watch/"],
   ["src/flyte/"],

@@ -14,6 +14,7 @@
  */
 import type { Logger } from "../log.ts";
 import { Backoff, sleep } from "../watch/backoff.ts";
+import { visible } from "../visible.ts";
 
 /** What the client needs to know. */
 export interface WatchClientOptions {
@@ -96,10 +97,15 @@ export function clock(d: Date): string {
   return `${String(d.getHours()).padStart(2, "0")}:${String(d.getMinutes()).padStart(2, "0")}:${String(d.getSeconds()).padStart(2, "0")}`;
 }
 
-/** `org/project/domain/name` (org omitted when unset). */
+/**
+ * `org/project/domain/name` (org omitted when unset), as a person can read it: control,
+ * bidirectional and zero-width characters escaped (`visible`), an empty part shown as `""`.
+ */
 export function appId(app: AppJson | undefined): string {
-  const id = app?.metadata?.id ?? {};
-  return [id.org, id.project, id.domain, id.name].filter((s) => s !== undefined && s !== "").join("/") || "(no id)";
+  const id = app?.metadata?.id;
+  if (!id || [id.org, id.project, id.domain, id.name].every((s) => s === undefined || s === "")) return "(no id)";
+  const parts = [id.project, id.domain, id.name].map((s) => (s === undefined || s === "" ? '""' : visible(s)));
+  return [...(id.org ? [visible(id.org)] : []), ...parts].join("/");
 }
 
 /** The last condition's deployment status without the `DEPLOYMENT_STATUS_` prefix. */
@@ -118,7 +124,7 @@ export function describeEvent(frame: FrameJson): string | undefined {
   if (kind === undefined) return undefined;
   const n = app?.status?.currentReplicas ?? 0;
   const url = app?.status?.ingress?.publicUrl;
-  return `${kind}  ${appId(app)}  ${appPhase(app)}  ${n} replica${n === 1 ? "" : "s"}${url ? `  ${url}` : ""}`;
+  return `${kind}  ${appId(app)}  ${appPhase(app)}  ${n} replica${n === 1 ? "" : "s"}${url ? `  ${visible(url)}` : ""}`;
 }
 
 /** How a stream started, in words: `snapshot (6 apps)`, `resumed (2 replayed)`, … */

@@ -17,6 +17,7 @@ import { type AppHub, appKey } from "./hub.ts";
 import type { App } from "./model.ts";
 import { KServiceName } from "./naming.ts";
 import { APP_MANAGED_SELECTOR } from "./queries.ts";
+import { oddIdentity, visible } from "../visible.ts";
 
 /** Tuning of the app watches (timeouts, backoff, initial list mode, a caller's own prune or parse). */
 export type KServiceWatchTuning = Partial<Omit<ReflectorOptions<KubeObject>, "client" | "resource" | "namespace" | "labelSelector">>;
@@ -111,6 +112,8 @@ export class KServiceApps {
   readonly #byRevision = new Map<string, Set<string>>();
   /** Identities whose duplicates were already reported (the set of claimants, as text). */
   readonly #reported = new Map<string, string>();
+  /** KService key → the odd identity already logged for it. */
+  readonly #odd = new Map<string, string>();
 
   constructor(options: KServiceAppsOptions) {
     this.#o = options;
@@ -143,6 +146,7 @@ export class KServiceApps {
       try {
         next.app = this.#o.converter.convert(ksvc, { currentReplicas: next.revision ? this.#o.replicas(next.revision) : undefined, logger: this.#o.logger });
         next.appKey = appKey(next.app.metadata?.id);
+        this.#reportOdd(key, next.app.metadata?.id);
       } catch (err) {
         this.#o.onConversionError();
         this.#o.logger.warn("KService cannot be converted to an app; skipped", {
@@ -154,6 +158,7 @@ export class KServiceApps {
     } else {
       if (!prev) return;
       this.#byKsvc.delete(key);
+      this.#odd.delete(key);
     }
     if (prev?.revision !== next?.revision) {
       if (prev?.revision) this.#unindex(this.#byRevision, prev.revision, key);
@@ -184,6 +189,24 @@ export class KServiceApps {
     this.#byId.clear();
     this.#byRevision.clear();
     this.#reported.clear();
+    this.#odd.clear();
+  }
+
+  /**
+   * An identity that is hard to address or to read is served as Flyte gives it, and said once per
+   * KService and identity (not on every status change), with the parts escaped for the log.
+   */
+  #reportOdd(key: string, id: { org?: string; project?: string; domain?: string; name?: string } | undefined): void {
+    const why = id ? oddIdentity(id) : undefined;
+    if (!why || !id) return;
+    const text = `${id.org}\u0000${id.project}\u0000${id.domain}\u0000${id.name}`;
+    if (this.#odd.get(key) === text) return;
+    this.#odd.set(key, text);
+    this.#o.logger.warn("an app identity is hard to address or display; served as Flyte gives it", {
+      ksvc: key,
+      reason: why,
+      app: { org: visible(id.org ?? ""), project: visible(id.project ?? ""), domain: visible(id.domain ?? ""), name: visible(id.name ?? "") },
+    });
   }
 
   /** Hands the hub the App an identity has now. */

@@ -49,11 +49,18 @@ export const ListQuerySchema = v.strictObject({
   token: v.optional(v.pipe(v.string(), v.maxLength(8192, "is too long"))),
 });
 
+/**
+ * One percent-decoded path segment of `GET /v1/apps/:project/:domain/:name`: any text, since the
+ * identity comes from the cluster's `flyte.org/app-id` as Flyte reads it (`a/b` as `a%2Fb`, NUL as
+ * `%00`); only an empty part cannot be a segment (AppService `Get` takes any `appId`).
+ */
+const PathPart = v.pipe(v.string(), v.minLength(1, "must not be empty"), v.maxLength(1024, "must be at most 1024 characters"));
+
 /** `GET /v1/apps/:project/:domain/:name` path parameters. */
 export const GetAppPathSchema = v.strictObject({
-  project: Name,
-  domain: Name,
-  name: Name,
+  project: PathPart,
+  domain: PathPart,
+  name: PathPart,
 });
 
 /** `GET /v1/apps/:project/:domain/:name` query: only `org`. */

@@ -177,6 +177,18 @@ function readToken() {
 }
 
 // ---- model ----------------------------------------------------------------------------------
+// Control, bidirectional and zero-width characters, shown as \uXXXX so a name cannot reorder or
+// hide what the board shows (the same set as src/visible.ts; this file is served as is).
+const INVISIBLE = /[\u0000-\u001F\u007F-\u009F\u061C\u200B-\u200F\u2028-\u202E\u2060-\u2069\uFEFF]/g;
+/** @param {string} s @returns {string} */
+function visible(s) {
+  return s.replace(INVISIBLE, (c) => "\\u" + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0"));
+}
+/** An identity part as shown: escaped, and an empty one as "" (Flyte keeps an app-id of "//" as empty parts). @param {string | undefined} s */
+function shownPart(s) {
+  return s ? visible(s) : '""';
+}
+
 /** @param {AppId} id */
 function keyOf(id) {
   return (id.org || "") + "/" + (id.project || "") + "/" + (id.domain || "") + "/" + (id.name || "");
@@ -219,8 +231,8 @@ function toRow(app) {
   for (const c of conds) if (c && c.lastTransitionTime && c.lastTransitionTime > changed) changed = c.lastTransitionTime;
   const url = st.ingress && typeof st.ingress.publicUrl === "string" && /^https?:\/\//i.test(st.ingress.publicUrl) ? st.ingress.publicUrl : "";
   const row = /** @type {Row} */ ({
-    key: keyOf(id), org: id.org || "", project: id.project || "", domain: id.domain || "", name: id.name || "",
-    phase, message: decidingMessage(conds, phase), url, replicas: Number(st.currentReplicas || 0),
+    key: keyOf(id), org: id.org ? visible(id.org) : "", project: shownPart(id.project), domain: shownPart(id.domain), name: shownPart(id.name),
+    phase, message: visible(decidingMessage(conds, phase)), url, replicas: Number(st.currentReplicas || 0),
     created: st.createdAt || "", changed, el: null, cells: null, dirty: true,
   }); // search and sig next
   row.search = row.key.toLowerCase();
@@ -593,7 +605,7 @@ function patch(row) {
       a.href = row.url;
       a.rel = "noopener noreferrer";
       a.target = "_blank";
-      a.textContent = row.url.replace(/^https?:\/\//i, "");
+      a.textContent = visible(row.url.replace(/^https?:\/\//i, ""));
       c.url.appendChild(a);
     }
   }
