@@ -8,7 +8,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { describeEvent } from "../src/client/watch.ts";
 import { oddIdentity, visible } from "../src/visible.ts";
-import { eventually, http, ksvc, startTestService, statusWithMessage, waitFor } from "./helpers/service.ts";
+import { eventually, http, ksvc, metric, startTestService, statusWithMessage, waitFor } from "./helpers/service.ts";
 
 /** A managed KService whose app-id annotation is `appId`, verbatim. */
 function withAppId(kname: string, appId: string) {
@@ -72,5 +72,35 @@ describe("odd app identities (F14)", () => {
     assert.equal(ev({ org: "flyte", project: "p", domain: "d", name: "evil\u202Etxt.exe" }), "CREATE  flyte/p/d/evil\\u202Etxt.exe  UNSPECIFIED  0 replicas");
     assert.equal(ev({ org: "flyte", project: "", domain: "", name: "" }), 'CREATE  flyte/""/""/""  UNSPECIFIED  0 replicas');
     assert.equal(ev({ project: "p", domain: "d", name: "ok" }), "CREATE  p/d/ok  UNSPECIFIED  0 replicas");
+  });
+});
+
+describe("labels that disagree with the app-id (F7)", () => {
+  test("counted by a gauge and said once per KService; the gauge falls back when the labels agree again", async () => {
+    const s = await startTestService();
+    try {
+      const planted = ksvc("victim", "prod", "app");
+      planted.metadata!.name = "planted";
+      planted.metadata!.labels!["flyte.org/project"] = "mal";
+      s.sb.create("services", planted);
+      const warned = () => s.logs.filter((l) => l.includes("label disagrees with its flyte.org/app-id"));
+      await waitFor(() => warned().length === 1, () => `one mismatch warning: ${s.logs.join("\n")}`);
+      assert.match(warned()[0]!, /"ksvc":"flyte\/planted"/);
+      assert.match(warned()[0]!, /project label \\"mal\\" ≠ app-id \\"victim\\"/);
+      const gauge = async () => metric((await http(`${s.url}/metrics`)).text, "appwatch_app_identity_mismatches");
+      assert.equal(await gauge(), 1);
+      // Served under its app-id's project (what the App says), visibly.
+      const r = await http(`${s.url}/v1/apps/victim/prod/app`);
+      assert.equal(r.status, 200, r.text);
+      // A status change: no second warning.
+      s.sb.updateStatus("services", "flyte", "planted", statusWithMessage("again"));
+      await eventually(async () => JSON.stringify((await http(`${s.url}/v1/apps/victim/prod/app`)).body).includes('"again"'), "the status update served");
+      assert.equal(warned().length, 1);
+      // Labels that agree: the gauge falls to 0.
+      s.sb.patch("services", "flyte", "planted", { metadata: { labels: { "flyte.org/project": "victim" } } });
+      await eventually(async () => (await gauge()) === 0, "the gauge back at 0");
+    } finally {
+      await s.stop();
+    }
   });
 });

@@ -347,6 +347,11 @@ export class AppK8sClient {
     return listApps(this.#queries(), project, domain, limit, token);
   }
 
+  /** KServices whose project/domain labels disagree with their app-id (see `KServiceApps`). */
+  get identityMismatches(): number {
+    return this.#kservices.identityMismatches;
+  }
+
   /** Flyte's `GetApp`: the app of that identity (any org unless `id.org` is set), or {@link AppNotFoundError}. */
   getApp(id: Identifier): Promise<App> {
     return getApp(this.#queries(), id);

@@ -114,6 +114,8 @@ export class KServiceApps {
   readonly #reported = new Map<string, string>();
   /** KService key → the odd identity already logged for it. */
   readonly #odd = new Map<string, string>();
+  /** KService key → how its project/domain labels disagree with its app-id (F7). */
+  readonly #mismatched = new Map<string, string>();
 
   constructor(options: KServiceAppsOptions) {
     this.#o = options;
@@ -147,8 +149,10 @@ export class KServiceApps {
         next.app = this.#o.converter.convert(ksvc, { currentReplicas: next.revision ? this.#o.replicas(next.revision) : undefined, logger: this.#o.logger });
         next.appKey = appKey(next.app.metadata?.id);
         this.#reportOdd(key, next.app.metadata?.id);
+        this.#checkLabels(key, ksvc, next.app.metadata?.id);
       } catch (err) {
         this.#o.onConversionError();
+        this.#mismatched.delete(key);
         this.#o.logger.warn("KService cannot be converted to an app; skipped", {
           ksvc: key,
           error: err instanceof AppConversionError ? err.message : String(err),
@@ -159,6 +163,7 @@ export class KServiceApps {
       if (!prev) return;
       this.#byKsvc.delete(key);
       this.#odd.delete(key);
+      this.#mismatched.delete(key);
     }
     if (prev?.revision !== next?.revision) {
       if (prev?.revision) this.#unindex(this.#byRevision, prev.revision, key);
@@ -190,6 +195,38 @@ export class KServiceApps {
     this.#byRevision.clear();
     this.#reported.clear();
     this.#odd.clear();
+    this.#mismatched.clear();
+  }
+
+  /** KServices whose `flyte.org/project` or `flyte.org/domain` label disagrees with their app-id. */
+  get identityMismatches(): number {
+    return this.#mismatched.size;
+  }
+
+  /**
+   * F7: the App's identity is the app-id annotation (Flyte's conversion reads nothing else), but
+   * Flyte's List selects by the project and domain labels, so a KService whose labels say one
+   * project and whose app-id says another can show up in a project it was not labelled for.
+   * Served as Flyte's conversion gives it, counted (a gauge) and said once per KService.
+   */
+  #checkLabels(key: string, ksvc: KubeObject, id: { project?: string; domain?: string } | undefined): void {
+    const labels = ksvc.metadata?.labels ?? {};
+    const diffs: string[] = [];
+    for (const part of ["project", "domain"] as const) {
+      const label = labels[`flyte.org/${part}`];
+      if (label !== undefined && label !== (id?.[part] ?? "")) diffs.push(`${part} label ${JSON.stringify(visible(label))} ≠ app-id ${JSON.stringify(visible(id?.[part] ?? ""))}`);
+    }
+    if (diffs.length === 0) {
+      this.#mismatched.delete(key);
+      return;
+    }
+    const text = diffs.join("; ");
+    if (this.#mismatched.get(key) === text) return;
+    this.#mismatched.set(key, text);
+    this.#o.logger.warn("a KService's flyte.org/project or flyte.org/domain label disagrees with its flyte.org/app-id; the app is served under its app-id's project", {
+      ksvc: key,
+      mismatch: text,
+    });
   }
 
   /**

@@ -141,6 +141,7 @@ export class ServiceMetrics {
     e.family("appwatch_app_events_total", "counter", "App events produced by the watch, by kind.", Object.entries(m.events).map(([kind, n]) => [{ kind }, n]));
     e.family("appwatch_app_unchanged_total", "counter", "KService changes that did not change the App (no event).", [[{}, m.unchanged]]);
     e.family("appwatch_app_conversion_errors_total", "counter", "KServices that could not be converted to an App.", [[{}, m.conversionErrors]]);
+    e.family("appwatch_app_identity_mismatches", "gauge", "KServices whose flyte.org/project or flyte.org/domain label disagrees with their flyte.org/app-id (the App follows the app-id).", [[{}, client.identityMismatches]]);
     e.family("appwatch_revision_requests_total", "counter", "Revision GETs for currentReplicas.", [[{}, m.revisionRequests]]);
     e.family("appwatch_resume_journal_size", "gauge", "App changes held for resuming streams.", [[{}, client.journalSize]]);
     e.family("appwatch_stream_starts_total", "counter", "Streams started, by kind (resumeFailed: a resume answered with a snapshot).", Object.entries(m.starts).map(([kind, n]) => [{ kind }, n]));
