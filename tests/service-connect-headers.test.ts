@@ -8,24 +8,14 @@
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { createClient, type Transport } from "@connectrpc/connect";
-import { createConnectTransport as webConnect, createGrpcWebTransport as webGrpcWeb } from "@connectrpc/connect-web";
-import { createConnectTransport as nodeConnect, createGrpcTransport, createGrpcWebTransport as nodeGrpcWeb } from "@connectrpc/connect-node";
+import { createClient } from "@connectrpc/connect";
 import { AppService } from "../src/flyte/proto/app_service_pb.ts";
-import { type Json, startTestService, type TestService, within } from "./helpers/service.ts";
+import { bunHttpPort, transports } from "./helpers/connect-transports.ts";
+import { type Json, startTestService, within } from "./helpers/service.ts";
 
 interface Watcher {
   watch(req: Json, options: { signal: AbortSignal; headers?: Record<string, string>; onHeader?: (h: Headers) => void }): AsyncIterable<unknown>;
 }
-
-const transports: Record<string, (s: TestService) => Transport> = {
-  "Connect JSON": (s) => webConnect({ baseUrl: `${s.url}/internal` }),
-  "Connect binary": (s) => webConnect({ baseUrl: `${s.url}/internal`, useBinaryFormat: true }),
-  "gRPC-Web": (s) => webGrpcWeb({ baseUrl: `${s.url}/internal` }),
-  "gRPC (--grpc-port)": (s) => createGrpcTransport({ baseUrl: `${s.grpcUrl}/internal` }),
-  "gRPC-Web (--grpc-port)": (s) => nodeGrpcWeb({ baseUrl: `${s.grpcUrl}/internal`, httpVersion: "2" }),
-  "Connect (--grpc-port)": (s) => nodeConnect({ baseUrl: `${s.grpcUrl}/internal`, httpVersion: "2" }),
-};
 
 /** No app is in this project: the snapshot is empty and no event comes unless one is made. */
 const EMPTY = { target: { case: "project", value: { name: "nobody", domain: "development" } } };
@@ -39,11 +29,6 @@ function headersOf(client: Watcher, request: Json, headers: Record<string, strin
   const first = it.next().catch(() => undefined);
   return { header, first, stop: async () => { stop.abort(); await first; } };
 }
-
-// Bun's HTTP server (1.4.4) withholds a streamed response's header section until the body's first
-// chunk (oven-sh/bun#33660, open), and a Watch body has no byte to send before its first event.
-// Bun's node:http2 (--grpc-port) sends them at once.
-const bunHttpPort = (kind: string) => "Bun" in globalThis && !kind.includes("--grpc-port");
 
 describe("AppService Watch response headers", () => {
   for (const [kind, transport] of Object.entries(transports)) {
