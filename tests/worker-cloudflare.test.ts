@@ -43,7 +43,7 @@ describe("Cloudflare Worker + Durable Object on workerd (miniflare)", () => {
     bundle = await buildWorker({ outfile: join(dir, "worker.js") }) as Bundle;
     const { Miniflare } = await import("miniflare");
     const modules = [{ type: "ESModule", path: bundle.outfile, contents: readFileSync(bundle.outfile, "utf8") }];
-    const common = { modulesRoot: dir, modules, compatibilityDate: "2026-01-01", durableObjects: { APPWATCH: "AppwatchObject" } };
+    const common = { modulesRoot: dir, modules, compatibilityDate: "2026-01-01", compatibilityFlags: ["enable_request_signal"], durableObjects: { APPWATCH: "AppwatchObject" } };
     mf = new Miniflare({
       host: "127.0.0.1",
       port: 0,
@@ -214,6 +214,22 @@ describe("Cloudflare Worker + Durable Object on workerd (miniflare)", () => {
       abort.abort();
       await reader.cancel().catch(() => {});
     }
+  });
+
+  test("an SSE client that leaves is released (request.signal, the enable_request_signal flag): the gauge falls back to 0", async () => {
+    const sseOpen = async () => Number(/^appwatch_sse_connections (\d+)$/m.exec((await http(new URL("/metrics", base).href)).text)?.[1] ?? "NaN");
+    // Three rounds: before the fix every one kept its stream (and its client address's slot).
+    for (let round = 0; round < 3; round++) {
+      const abort = new AbortController();
+      const res = await fetch(new URL("/v1/watch", base), { headers: { accept: "text/event-stream" }, signal: abort.signal });
+      assert.equal(res.status, 200);
+      const reader = res.body!.getReader();
+      assert.equal((await reader.read()).done, false);
+      abort.abort();
+      await reader.cancel().catch(() => {});
+    }
+    let last = NaN;
+    await eventually(async () => (last = await sseOpen()) === 0, () => `SSE streams still open after their clients left: ${last}`, 15_000);
   });
 
   test("with APPWATCH_KUBE_MTLS bound, every API request goes through that binding's fetch", async () => {

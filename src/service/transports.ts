@@ -180,8 +180,12 @@ class WsStream implements StreamSink, Closable {
   }
 }
 
-/** An SSE stream: the session's items as `event:`/`id:`/`data:` records; its pulls are the drain signal. */
-export function sseStream(t: Omit<TransportContext, "runtime">, request: StreamRequest, slot: Slot): Response {
+/**
+ * An SSE stream: the session's items as `event:`/`id:`/`data:` records; its pulls are the drain
+ * signal. It ends when the body is cancelled or `gone` (the HTTP request's signal) aborts: on
+ * workerd a client that leaves a Durable Object's stream only shows on `request.signal`.
+ */
+export function sseStream(t: Omit<TransportContext, "runtime">, request: StreamRequest, slot: Slot, gone?: AbortSignal): Response {
   const { sessions, metrics, limits, streams } = t;
   const encoder = new TextEncoder();
   let session: StreamHandle | undefined;
@@ -191,6 +195,7 @@ export function sseStream(t: Omit<TransportContext, "runtime">, request: StreamR
   const end = () => {
     if (ended) return;
     ended = true;
+    gone?.removeEventListener("abort", end);
     session?.stop();
     streams.closed(shutdownHook);
     metrics.sseConnections--;
@@ -236,6 +241,7 @@ export function sseStream(t: Omit<TransportContext, "runtime">, request: StreamR
   };
   metrics.sseConnections++;
   streams.add(shutdownHook);
+  gone?.addEventListener("abort", end, { once: true });
   session = sessions.start(slot, request, sink, end);
   return new Response(stream, {
     headers: {
