@@ -5,15 +5,14 @@
  * @module
  */
 
-import { type Clock, realClock, type TimerHandle } from "../watch/clock.ts";
+import { type Clock, realClock } from "../watch/clock.ts";
 
 /** A set of timeouts and sleeps on one {@link Clock} that can all be cancelled at once. */
 export class TimerSet {
   readonly #clock: Clock;
-  #timers = new Map<TimerHandle, () => void>();
-  // Flushes wait in real time whatever the clock: they give bytes already written time to leave
-  // through the network stack, which a virtual clock does not move.
-  #flushes = new Map<ReturnType<typeof setTimeout>, () => void>();
+  // Each armed timer under a token of its own: handles of the set's clock and of the real clock
+  // (flushes) may be equal numbers.
+  #timers = new Map<object, () => void>();
   #closed = false;
 
   constructor(clock: Clock = realClock) {
@@ -26,14 +25,7 @@ export class TimerSet {
    */
   set(fn: () => void, ms: number, purpose?: string): () => void {
     if (this.#closed) return () => {};
-    const id = this.#clock.setTimeout(() => {
-      this.#timers.delete(id);
-      fn();
-    }, Math.max(0, ms), purpose);
-    this.#timers.set(id, () => {});
-    return () => {
-      if (this.#timers.delete(id)) this.#clock.clearTimeout(id);
-    };
+    return this.#arm(this.#clock, ms, purpose, fn, () => {});
   }
 
   /**
@@ -41,66 +33,61 @@ export class TimerSet {
    * or `signal` aborts.
    */
   sleep(ms: number, signal?: AbortSignal, purpose?: string): Promise<boolean> {
-    if (this.#closed || signal?.aborted) return Promise.resolve(false);
-    return new Promise<boolean>((resolve) => {
-      const onAbort = () => {
-        if (this.#timers.delete(id)) this.#clock.clearTimeout(id);
-        resolve(false);
-      };
-      const id = this.#clock.setTimeout(() => {
-        this.#timers.delete(id);
-        signal?.removeEventListener("abort", onAbort);
-        resolve(true);
-      }, Math.max(0, ms), purpose);
-      this.#timers.set(id, () => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve(false);
-      });
-      signal?.addEventListener("abort", onAbort, { once: true });
-    });
+    return this.#wait(this.#clock, ms, signal, purpose);
   }
 
   /**
-   * Like {@link sleep}, but always in real time: for letting written bytes reach the peer before
-   * a connection is cut (see {@link TimerSet}'s flushes note).
+   * Like {@link sleep}, but always in real time whatever the clock: it gives bytes already
+   * written time to leave through the network stack before a connection is cut, which a virtual
+   * clock does not move.
    */
   flush(ms: number, signal?: AbortSignal): Promise<boolean> {
-    if (this.#closed || signal?.aborted) return Promise.resolve(false);
-    return new Promise<boolean>((resolve) => {
-      const onAbort = () => {
-        if (this.#flushes.delete(id)) clearTimeout(id);
-        resolve(false);
-      };
-      const id = setTimeout(() => {
-        this.#flushes.delete(id);
-        signal?.removeEventListener("abort", onAbort);
-        resolve(true);
-      }, Math.max(0, ms));
-      this.#flushes.set(id, () => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve(false);
-      });
-      signal?.addEventListener("abort", onAbort, { once: true });
-    });
+    return this.#wait(realClock, ms, signal, undefined);
   }
 
   /** Timers currently armed (flushes included). */
   get size(): number {
-    return this.#timers.size + this.#flushes.size;
+    return this.#timers.size;
   }
 
   /** Clears every timer and resolves every pending sleep with false; later calls are no-ops. */
   close(): void {
     this.#closed = true;
-    for (const [id, onClear] of this.#timers) {
-      this.#clock.clearTimeout(id);
-      onClear();
-    }
+    const cleared = [...this.#timers.values()];
     this.#timers.clear();
-    for (const [id, onClear] of this.#flushes) {
-      clearTimeout(id);
-      onClear();
-    }
-    this.#flushes.clear();
+    for (const onClear of cleared) onClear();
+  }
+
+  #wait(clock: Clock, ms: number, signal: AbortSignal | undefined, purpose: string | undefined): Promise<boolean> {
+    if (this.#closed || signal?.aborted) return Promise.resolve(false);
+    return new Promise<boolean>((resolve) => {
+      const onAbort = () => {
+        clear();
+        resolve(false);
+      };
+      const clear = this.#arm(clock, ms, purpose, () => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve(true);
+      }, () => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve(false);
+      });
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
+  /** Arms `fn` on `clock`; `onClose` runs if the set is closed first. Returns the clear function. */
+  #arm(clock: Clock, ms: number, purpose: string | undefined, fn: () => void, onClose: () => void): () => void {
+    const token = {};
+    const handle = clock.setTimeout(() => {
+      if (this.#timers.delete(token)) fn();
+    }, Math.max(0, ms), purpose);
+    this.#timers.set(token, () => {
+      clock.clearTimeout(handle);
+      onClose();
+    });
+    return () => {
+      if (this.#timers.delete(token)) clock.clearTimeout(handle);
+    };
   }
 }

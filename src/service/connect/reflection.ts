@@ -58,10 +58,9 @@ function reflectionFile(pkg: string) {
 
 /** The two reflection packages served; v1alpha is what older clients ask for. */
 export const REFLECTION_PACKAGES = ["grpc.reflection.v1", "grpc.reflection.v1alpha"] as const;
-const PACKAGES = REFLECTION_PACKAGES;
 
 /** Every file reflection describes: AppService's closure and the two reflection files. */
-const registry: FileRegistry = createFileRegistry(appRegistry, ...PACKAGES.map((pkg) => createFileRegistry(reflectionFile(pkg), () => undefined)));
+const registry: FileRegistry = createFileRegistry(appRegistry, ...REFLECTION_PACKAGES.map((pkg) => createFileRegistry(reflectionFile(pkg), () => undefined)));
 
 /** The request as connect-es hands it over (the oneof `message_request`). */
 interface ReflectionRequest {
@@ -144,5 +143,5 @@ export function reflectionService(pkg: (typeof REFLECTION_PACKAGES)[number]): De
 
 /** Registers both reflection services on `router`, behind the same interceptors as AppService. */
 export function reflectionRoutes(router: ConnectRouter, options: { interceptors?: Interceptor[] } = {}): void {
-  for (const pkg of PACKAGES) router.service(reflectionService(pkg), { serverReflectionInfo: reflect } as never, options);
+  for (const pkg of REFLECTION_PACKAGES) router.service(reflectionService(pkg), { serverReflectionInfo: reflect } as never, options);
 }
