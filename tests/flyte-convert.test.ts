@@ -565,6 +565,21 @@ describe("config", () => {
   test("DEFAULT_APPS_CONFIG is Flyte's internalApps defaults", () => {
     assert.deepEqual(DEFAULT_APPS_CONFIG, { baseDomain: "", scheme: "", ingressAppsPort: 0, watchBufferSize: 100 });
   });
+  test("a named cluster: status.assignedCluster first (Status field 1), running and stopped; unnamed: absent", () => {
+    const running = ksvc({ conditions: [kc("Ready", "True", 5)] });
+    const stoppedKsvc = ksvc({ labels: { [LABELS.APP_STOPPED]: "true" }, conditions: [kc("Ready", "False", 7)] });
+    const named = new AppConverter(DEVBOX, { cluster: "east" });
+    const plain = new AppConverter(DEVBOX);
+    for (const obj of [running, stoppedKsvc]) {
+      const withName = named.convert(obj, { currentReplicas: 2 });
+      const without = plain.convert(obj, { currentReplicas: 2 });
+      assert.equal(Object.keys(withName.status!)[0], "assignedCluster");
+      assert.equal(withName.status!.assignedCluster, "east");
+      const { assignedCluster: _, ...rest } = withName.status!;
+      assert.deepEqual(rest, without.status, "nothing else changes");
+      assert.equal("assignedCluster" in without.status!, false);
+    }
+  });
 });
 
 describe("cached values are never shared mutable", () => {

@@ -1,7 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { App } from "../src/flyte/model.ts";
-import { decodeToken, encodeToken, Journal } from "../src/flyte/journal.ts";
+import { decodeToken, encodeToken, Journal, readToken } from "../src/flyte/journal.ts";
 import type { AppChange } from "../src/flyte/journal.ts";
 import { Subscription, type SubscriptionItem } from "../src/flyte/subscriptions.ts";
 
@@ -36,6 +36,46 @@ describe("resume tokens", () => {
   for (const [what, token] of bad) {
     test(`malformed: ${what} → undefined`, () => assert.equal(decodeToken(token), undefined));
   }
+  test("an unnamed cluster's token is byte for byte what it was before names; a named one carries the name", () => {
+    assert.equal(encodeToken({ flyte: "12" }), btoa('{"v":1,"p":{"flyte":"12"}}').replace(/=+$/, ""));
+    const named = encodeToken({ flyte: "12" }, "east");
+    assert.equal(atob(named), '{"v":1,"c":"east","p":{"flyte":"12"}}');
+    assert.deepEqual(readToken(named), { position: { flyte: "12" }, cluster: "east" });
+    assert.deepEqual(readToken(encodeToken({ flyte: "12" })), { position: { flyte: "12" }, cluster: undefined });
+    assert.equal(readToken(btoa(JSON.stringify({ v: 1, c: "", p: {} })).replace(/=+$/, "")), undefined, "an empty name is no name");
+  });
+});
+
+describe("resume tokens across clusters", () => {
+  /** A journal of cluster `name` that has seen flyte@10..12 (the same numbers on every cluster). */
+  const journalOf = (name?: string) => {
+    const j = new Journal(100, name);
+    j.reset("flyte", "10");
+    record(j, "flyte", "11", "x");
+    record(j, "flyte", "12", "y");
+    return j;
+  };
+  const cases: [string | undefined, string | undefined][] = [["a", "b"], [undefined, "b"], ["a", undefined]];
+  for (const [from, to] of cases) {
+    test(`a token of cluster ${from ?? "(unnamed)"} at cluster ${to ?? "(unnamed)"}: other-cluster, never covered, never waited for`, () => {
+      const token = journalOf(from).token();
+      const here = journalOf(to);
+      assert.deepEqual(here.since(token, all), { ok: false, reason: "other-cluster" });
+      assert.equal(here.covers(token), false);
+      assert.equal(here.canCatchUp(token), false);
+    });
+  }
+  test("the same name (or none on both sides) resumes exactly", () => {
+    for (const name of ["a", undefined]) {
+      const j = journalOf(name);
+      const mid = encodeToken({ flyte: "11" }, name);
+      const r = j.since(mid, all);
+      assert.ok(r.ok);
+      assert.deepEqual(names(r.changes), ["y@0"]);
+      assert.equal(j.covers(mid), true);
+      assert.equal(j.canCatchUp(mid), true);
+    }
+  });
 });
 
 describe("Journal", () => {

@@ -148,8 +148,9 @@ for (const kind of Object.keys(transports)) {
         await rejects(c.get({}), Code.InvalidArgument, /^app_id is required$/);
         await rejects(c.get({ identifier: { case: "ingress", value: { publicUrl: "http://x" } } }), Code.InvalidArgument, /app_id is required/);
         await rejects(c.get({ identifier: { case: "appId", value: { project: "p", domain: "d" } } }), Code.InvalidArgument, /appId\.name/);
-        await rejects(c.list({ filterBy: { case: "org", value: "flyte" } }), Code.Unimplemented, /org and cluster_id filters/);
-        await rejects(c.list({ filterBy: { case: "clusterId", value: { name: "c" } } }), Code.Unimplemented);
+        await rejects(c.list({ filterBy: { case: "org", value: "flyte" } }), Code.Unimplemented, /the org filter/);
+        // An unnamed cluster (no --cluster-name) is no cluster_id's: tests/service-cluster-name.test.ts has the named one.
+        await rejects(c.list({ filterBy: { case: "clusterId", value: { name: "c" } } }), Code.NotFound, /no cluster "c" here: .*has no name/);
         await rejects(c.create({}), Code.Unimplemented, /read-only/);
         await rejects(c.delete({}), Code.Unimplemented, /read-only/);
         await rejects(c.updateStatus({}), Code.Unimplemented);
@@ -210,7 +211,7 @@ for (const kind of Object.keys(transports)) {
         assert.equal(ids(project.messages)[1], "createEvent flyte/llm/production/new-model");
         assert.equal(org.messages.length, 4, "an app of org flyte does not reach the demo-org watcher");
 
-        await rejects(collect(c.watch({ target: { case: "clusterId", value: { name: "c1" } } })), Code.Unimplemented, /cluster_id/);
+        await rejects(collect(c.watch({ target: { case: "clusterId", value: { name: "c1" } } })), Code.NotFound, /no cluster "c1" here/);
         await rejects(collect(c.watch({ target: { case: "org", value: "" } })), Code.InvalidArgument, /org/);
         await rejects(collect(c.watch({ target: { case: "appId", value: { project: "p", name: "n" } } })), Code.InvalidArgument, /appId\.domain/);
         await rejects(collect(c.watch({ target: { case: "project", value: { domain: "d" } } })), Code.InvalidArgument, /project\.name/);
@@ -288,7 +289,7 @@ describe("AppService: raw HTTP, cross-checks and limits", () => {
         });
         const end = await new EnvelopeReader(bad.body!.getReader()).next();
         assert.equal(end.flags, 2);
-        assert.equal(JSON.parse(end.text).error.code, "unimplemented");
+        assert.equal(JSON.parse(end.text).error.code, "not_found");
 
         const garbage = await fetch(`${s2.url}/internal/flyteidl2.app.AppService/Watch`, {
           method: "POST",

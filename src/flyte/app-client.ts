@@ -38,6 +38,11 @@ export interface AppK8sClientOptions {
   replicas?: boolean;
   /** How many recent app changes are kept for resuming subscriptions (default 10,000). */
   resumeWindow?: number;
+  /**
+   * The cluster's name (`--cluster`): every App's `status.assignedCluster`, and part of every
+   * resume token. None (the default): both stay as Flyte's data plane leaves them, empty.
+   */
+  cluster?: string;
   /** Time for both watches, the sync deadline and catch-up waits (tests: a `VirtualClock`). Default: the real clock. */
   clock?: Clock;
 }
@@ -105,13 +110,13 @@ export class AppK8sClient {
     this.#stoppedAt = this.#clock.now();
     const { slowConsumer, ...config } = options.config ?? {};
     this.config = { ...DEFAULT_APPS_CONFIG, ...config };
-    this.#converter = new AppConverter(this.config);
+    this.#converter = new AppConverter(this.config, { cluster: options.cluster });
     this.policy = slowConsumer ?? "coalesce";
     const ns = options.namespace ?? "flyte";
     const list = typeof ns === "string" ? [ns] : ns;
     this.namespaces = list.includes("*") ? [] : list;
     this.#log = (options.logger ?? silentLogger).child({ component: "apps" });
-    this.#hub = new AppHub({ policy: this.policy, bufferSize: this.config.watchBufferSize, resumeWindow: options.resumeWindow ?? 10_000, logger: this.#log, metrics: this.metrics, clock: this.#clock });
+    this.#hub = new AppHub({ policy: this.policy, bufferSize: this.config.watchBufferSize, resumeWindow: options.resumeWindow ?? 10_000, cluster: options.cluster, logger: this.#log, metrics: this.metrics, clock: this.#clock });
     this.#kservices = new KServiceApps({
       hub: this.#hub,
       converter: this.#converter,

@@ -276,10 +276,17 @@ export class AppConverter {
   /** Decoded specs by annotation text; {@link SEEN_ONCE} for a text decoded once, whose Spec its one App owns. */
   readonly #specs = new Map<string, Spec | typeof SEEN_ONCE>();
   readonly #ingresses = new Map<string, Ingress>();
+  readonly #cluster: string | undefined;
 
-  constructor(config: AppsConfig, options: { cacheSize?: number } = {}) {
+  /**
+   * `cluster`: the name of the cluster the KServices are from, set as every App's
+   * `status.assignedCluster` (Flyte's control plane field; its data plane leaves it empty, and so
+   * does a converter without a name).
+   */
+  constructor(config: AppsConfig, options: { cacheSize?: number; cluster?: string } = {}) {
     this.config = config;
     this.#cacheSize = options.cacheSize ?? CONVERTER_CACHE_SIZE;
+    this.#cluster = options.cluster || undefined;
   }
 
   /** The App of `ksvc`; see {@link kserviceToApp}. */
@@ -289,7 +296,7 @@ export class AppConverter {
     const spec = this.#spec(goMapValue(annotations, ANNOTATIONS.SPEC), ksvc, options.logger);
     const stopped = goMapValue(ksvc.metadata?.labels, LABELS.APP_STOPPED) === LABEL_TRUE;
     const ingress = stopped ? undefined : this.#ingress(goMapValue(annotations, ANNOTATIONS.APP_ID)!, id);
-    return buildApp(ksvc, id, stopped, spec, ingress, options.currentReplicas);
+    return buildApp(ksvc, id, stopped, spec, ingress, options.currentReplicas, this.#cluster);
   }
 
   #spec(value: string | undefined, ksvc: KubeObject, logger: Logger | undefined): Spec | undefined {
@@ -337,7 +344,7 @@ export function kserviceToApp(
 }
 
 /** The App from its parts (Flyte's `KServiceToApp` after the spec and ingress lookups). */
-function buildApp(ksvc: KubeObject, id: Identifier, stopped: boolean, decoded: Spec | undefined, ingress: Ingress, replicas: number | undefined): App {
+function buildApp(ksvc: KubeObject, id: Identifier, stopped: boolean, decoded: Spec | undefined, ingress: Ingress, replicas: number | undefined, cluster: string | undefined): App {
   let spec = decoded;
   if (spec && stopped) spec = withDesiredState(spec, "DESIRED_STATE_STOPPED");
 
@@ -348,9 +355,10 @@ function buildApp(ksvc: KubeObject, id: Identifier, stopped: boolean, decoded: S
     if (at !== undefined) cond.lastTransitionTime = at;
     cond.deploymentStatus = "DEPLOYMENT_STATUS_STOPPED";
     cond.message = STOPPED_MESSAGE;
-    status = { conditions: [cond] };
+    status = cluster ? { assignedCluster: cluster, conditions: [cond] } : { conditions: [cond] };
   } else {
-    status = {};
+    // assigned_cluster is Status's field 1: first, in Go's field order.
+    status = cluster ? { assignedCluster: cluster } : {};
     // Go: uint32(*actualReplicas) from an int32.
     if (replicas !== undefined && Number.isInteger(replicas) && replicas !== 0) status.currentReplicas = replicas >>> 0;
     if (ingress) status.ingress = ingress;

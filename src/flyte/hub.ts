@@ -131,6 +131,8 @@ export interface AppHubOptions {
   bufferSize: number;
   /** How many recent app changes are kept for resuming (0: none). */
   resumeWindow: number;
+  /** The cluster's name, when it has one: resume tokens carry it (see {@link Journal}). */
+  cluster?: string;
   logger: Logger;
   metrics: HubMetrics;
   /** Time for catch-up deadlines. Default: the real clock. */
@@ -156,7 +158,7 @@ export class AppHub {
 
   constructor(options: AppHubOptions) {
     this.#options = options;
-    this.journal = new Journal(options.resumeWindow);
+    this.journal = new Journal(options.resumeWindow, options.cluster);
   }
 
   /** Apps shown now. */

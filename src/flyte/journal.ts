@@ -6,7 +6,9 @@
  * Kubernetes resourceVersion of the last KService event applied. Because the
  * positions are the API server's own resourceVersions, not process-local
  * counters, a token from one replica means the same thing on any other replica
- * watching the same cluster and namespaces.
+ * watching the same cluster and namespaces. A named cluster (`--cluster`) puts its name in its
+ * tokens, so a token from another cluster is told apart (`other-cluster`) instead of being read
+ * as a position here; an unnamed cluster's tokens carry no name, as before names existed.
  *
  * The journal keeps the last `capacity` app changes with their positions. A
  * token can be resumed when, for every stream, the journal holds every change
@@ -36,27 +38,40 @@ export type Position = Readonly<Record<string, string>>;
 
 const TokenSchema = v.strictObject({
   v: v.literal(1),
+  /** The cluster's name, when it has one. */
+  c: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(253))),
   p: v.record(v.pipe(v.string(), v.maxLength(253)), v.pipe(v.string(), v.regex(/^[0-9]{1,40}$/))),
 });
 
-/** Encodes a position as an opaque, URL-safe resume token. */
-export function encodeToken(position: Position): string {
+/** Encodes a position (of the cluster named `cluster`, if named) as an opaque, URL-safe resume token. */
+export function encodeToken(position: Position, cluster?: string): string {
   const p: Record<string, string> = {};
   for (const k of Object.keys(position).sort()) p[k] = position[k]!;
-  return textToBase64Url(JSON.stringify({ v: 1, p }));
+  return textToBase64Url(JSON.stringify(cluster ? { v: 1, c: cluster, p } : { v: 1, p }));
 }
 
-/** Decodes a resume token; `undefined` when it is not one of ours. */
-export function decodeToken(token: string): Position | undefined {
+/** A decoded token: the position, and the name of the cluster it is from (none: unnamed). */
+export interface DecodedToken {
+  position: Position;
+  cluster: string | undefined;
+}
+
+/** Decodes a resume token with its cluster; `undefined` when it is not one of ours. */
+export function readToken(token: string): DecodedToken | undefined {
   if (token.length > 8192) return undefined;
   const text = base64UrlToText(token);
   if (text === undefined) return undefined;
   try {
     const parsed = v.safeParse(TokenSchema, JSON.parse(text));
-    return parsed.success ? parsed.output.p : undefined;
+    return parsed.success ? { position: parsed.output.p, cluster: parsed.output.c } : undefined;
   } catch {
     return undefined;
   }
+}
+
+/** Decodes a resume token's position; `undefined` when it is not one of ours. */
+export function decodeToken(token: string): Position | undefined {
+  return readToken(token)?.position;
 }
 
 /** `a` ≥ `b` for every stream of `b`; undefined when not comparable. */
@@ -75,8 +90,11 @@ export interface JournalEntry {
   change: AppChange;
 }
 
-/** Why a token could not be resumed. */
-export type ResumeFailure = "malformed" | "unknown-stream" | "too-old" | "ahead";
+/**
+ * Why a token could not be resumed. `other-cluster`: the token names another cluster than this
+ * journal's, or one of them is named and the other is not.
+ */
+export type ResumeFailure = "malformed" | "other-cluster" | "unknown-stream" | "too-old" | "ahead";
 
 /** The result of {@link Journal.since}. */
 export type ResumeResult =
@@ -86,6 +104,8 @@ export type ResumeResult =
 /** The cursor per stream and a bounded window of recent changes. */
 export class Journal {
   readonly capacity: number;
+  /** The name of the cluster the positions are of (none: unnamed); it goes into every token. */
+  readonly cluster: string | undefined;
   /** Latest applied resourceVersion per stream. */
   readonly #cursor = new Map<string, string>();
   /** Per stream, the position from which the journal is complete. */
@@ -94,8 +114,9 @@ export class Journal {
   #head = 0; // index of the oldest live entry in #entries
   #token: string | undefined;
 
-  constructor(capacity = 10_000) {
+  constructor(capacity = 10_000, cluster?: string) {
     this.capacity = Math.max(0, capacity);
+    this.cluster = cluster || undefined;
   }
 
   /** Number of changes held. */
@@ -110,7 +131,7 @@ export class Journal {
 
   /** The resume token for the current position (cached until it moves). */
   token(): string {
-    this.#token ??= encodeToken(this.position());
+    this.#token ??= encodeToken(this.position(), this.cluster);
     return this.#token;
   }
 
@@ -158,8 +179,11 @@ export class Journal {
    * along) is reported as `ahead`; see {@link Journal.covers}.
    */
   since(token: string, match: (change: AppChange) => boolean): ResumeResult {
-    const from = decodeToken(token);
-    if (!from) return { ok: false, reason: "malformed" };
+    const decoded = readToken(token);
+    if (!decoded) return { ok: false, reason: "malformed" };
+    // Before the streams: another cluster's resourceVersions are not positions here at all.
+    if (decoded.cluster !== this.cluster) return { ok: false, reason: "other-cluster" };
+    const from = decoded.position;
     const streams = [...this.#cursor.keys()];
     if (streams.length !== Object.keys(from).length || streams.some((s) => from[s] === undefined)) {
       return { ok: false, reason: "unknown-stream" };
@@ -181,14 +205,15 @@ export class Journal {
 
   /** True when this journal has applied everything up to `token`'s position. */
   covers(token: string): boolean {
-    const from = decodeToken(token);
-    return from !== undefined && positionCovers(this.position(), from);
+    const from = readToken(token);
+    return from !== undefined && from.cluster === this.cluster && positionCovers(this.position(), from.position);
   }
 
   /** False when waiting can never make this journal cover `token` (not a token, or other streams). */
   canCatchUp(token: string): boolean {
-    const from = decodeToken(token);
-    if (!from) return false;
+    const decoded = readToken(token);
+    if (!decoded || decoded.cluster !== this.cluster) return false;
+    const from = decoded.position;
     const streams = [...this.#cursor.keys()];
     return streams.length === 0 || (streams.length === Object.keys(from).length && streams.every((s) => from[s] !== undefined));
   }

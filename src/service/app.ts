@@ -21,7 +21,7 @@ import { type AppServiceHandlers, createAppServiceHandlers } from "./connect/han
 import { mountConnect } from "./connect/mount.ts";
 import { APP_SERVICE_METHODS, APP_SERVICE_PATH } from "./connect/names.ts";
 import { errorResponse, installErrorContract } from "./errors.ts";
-import { type ClusterInfo, infoBody, readySandboxNote, UNKNOWN_CLUSTER } from "./info.ts";
+import { type ClusterInfo, infoBody, otherCluster, readySandboxNote, UNKNOWN_CLUSTER } from "./info.ts";
 import { type BuildInfo, ServiceMetrics } from "./metrics.ts";
 import { GetAppPathSchema, GetAppQuerySchema, issuesOf, ListQuerySchema, parseQuery, type WatchQuery, WatchQuerySchema } from "./schemas.ts";
 import { isRefusal, type StreamRequest, StreamSessions } from "./session.ts";
@@ -166,6 +166,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     access,
     sessions,
     streams,
+    cluster,
     maxMessageBytes: limits.maxMessageBytes,
   });
   mountConnect(app, appService, runtime ? (c) => runtime.clientAddress(c) : undefined);
@@ -194,9 +195,15 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
 
   app.get("/v1/info", (c) => c.json(infoBody(cluster)));
 
+  // `cluster` (and `cluster_org`) in a query: this cluster, or a 404 naming the one served here.
+  const notThisCluster = (q: { cluster?: string | undefined; cluster_org?: string | undefined }): string | undefined =>
+    q.cluster === undefined ? undefined : otherCluster(cluster, { name: q.cluster, ...(q.cluster_org ? { organization: q.cluster_org } : {}) });
+
   app.get("/v1/apps", async (c) => {
     const q = parseQuery(ListQuerySchema, c.req.url);
     if (!q.ok) return errorResponse(c, 400, "invalid_argument", q.message, { issues: q.issues });
+    const other = notThisCluster(q.value);
+    if (other) return errorResponse(c, 404, "not_found", other);
     try {
       const { apps, token } = await client.list(q.value.project ?? "", q.value.domain ?? "", q.value.limit ?? 0, q.value.token ?? "");
       return c.json(listResponse(apps, token));
@@ -212,6 +219,8 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     if (!params.success) return errorResponse(c, 400, "invalid_argument", issuesOf(params.issues).message, { issues: issuesOf(params.issues).issues });
     const { project, domain, name } = params.output;
     const org = q.value.org;
+    const other = notThisCluster(q.value);
+    if (other) return errorResponse(c, 404, "not_found", other);
     try {
       const found = await client.getApp({ ...(org !== undefined ? { org } : {}), project, domain, name });
       if (org !== undefined && found.metadata?.id?.org !== org) return errorResponse(c, 404, "not_found", `app ${org}/${project}/${domain}/${name} not found`);
@@ -240,6 +249,11 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     if (!q.ok) {
       metrics.reject("bad-query");
       return errorResponse(c, 400, "invalid_argument", q.message, { issues: q.issues });
+    }
+    const other = notThisCluster(q.value);
+    if (other) {
+      metrics.reject("other-cluster");
+      return errorResponse(c, 404, "not_found", other);
     }
     const { target, kind } = targetOf(q.value);
     const lastEventId = c.req.header("last-event-id");

@@ -91,6 +91,7 @@ export function compose<C extends ClusterSource>(settings: ServiceSettings, io: 
       slowConsumer: settings.slowConsumer,
     },
     resumeWindow: settings.resumeWindow,
+    ...(settings.clusterName ? { cluster: settings.clusterName } : {}),
     logger: log,
   });
   const runtimeLabel = io.runtime?.runtime ?? "unknown";
@@ -107,7 +108,12 @@ export function compose<C extends ClusterSource>(settings: ServiceSettings, io: 
     },
     logger: log,
     build: { version: VERSION, runtime: runtimeLabel, runtimeVersion: runtimeVersion() },
-    cluster: { server: cluster.client.server, namespaces, sandbox: io.sandbox === true },
+    cluster: {
+      server: cluster.client.server,
+      namespaces,
+      sandbox: io.sandbox === true,
+      ...(settings.clusterName ? { name: settings.clusterName, ...(settings.clusterOrg ? { organization: settings.clusterOrg } : {}) } : {}),
+    },
   });
 
   // The watch in the background; retry until synced unless the cluster says it can never work.

@@ -14,6 +14,31 @@ export interface ClusterInfo {
   readonly namespaces: readonly string[];
   /** The apps are the built-in sandbox's demo data, not a real cluster's. */
   readonly sandbox: boolean;
+  /** The cluster's name (`--cluster-name`); none: unnamed, as Flyte's data plane. */
+  readonly name?: string;
+  /** Its organization (`--cluster-org`), with a name only. */
+  readonly organization?: string;
+}
+
+/** A cluster as a client names it: Flyte's `common.ClusterIdentifier`, or the `cluster` query. */
+export interface ClusterTarget {
+  readonly name: string;
+  readonly organization?: string;
+}
+
+/** `org/name` or `name`. */
+function clusterText(c: ClusterTarget): string {
+  return JSON.stringify(c.organization ? `${c.organization}/${c.name}` : c.name);
+}
+
+/**
+ * Why `target` is not the cluster served here (a "not found" message), or `undefined` when it is.
+ * An organization in the target must be the cluster's; an unnamed cluster is no named target.
+ */
+export function otherCluster(info: ClusterInfo, target: ClusterTarget): string | undefined {
+  if (!info.name) return `no cluster ${clusterText(target)} here: this appwatch's cluster has no name (start it with --cluster-name)`;
+  if (target.name === info.name && (!target.organization || target.organization === info.organization)) return undefined;
+  return `no cluster ${clusterText(target)} here: this appwatch serves cluster ${clusterText({ name: info.name, ...(info.organization ? { organization: info.organization } : {}) })}`;
 }
 
 /** Nothing known: not the sandbox (what a service without the option reports). */
@@ -29,8 +54,9 @@ export function serverHost(server: string): string {
 }
 
 /** The body of `GET /v1/info` (docs/protocol.md). */
-export function infoBody(info: ClusterInfo): { cluster: { host: string; namespaces: string[] }; sandbox: boolean } {
-  return { cluster: { host: serverHost(info.server), namespaces: [...info.namespaces] }, sandbox: info.sandbox };
+export function infoBody(info: ClusterInfo): { cluster: { name?: string; organization?: string; host: string; namespaces: string[] }; sandbox: boolean } {
+  const named = info.name ? { name: info.name, ...(info.organization ? { organization: info.organization } : {}) } : {};
+  return { cluster: { ...named, host: serverHost(info.server), namespaces: [...info.namespaces] }, sandbox: info.sandbox };
 }
 
 /** What `/readyz` adds to its body in sandbox mode (nothing otherwise). */

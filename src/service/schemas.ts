@@ -26,20 +26,25 @@ export const WatchQuerySchema = v.pipe(
     domain: v.optional(Name),
     app: v.optional(Name),
     org: v.optional(Name),
+    cluster: v.optional(Name),
+    cluster_org: v.optional(Name),
     snapshot: v.optional(Bool, "true"),
     resume: v.optional(Token),
     access_token: v.optional(v.string()),
   }),
   v.check((q) => q.app === undefined || (q.project !== undefined && q.domain !== undefined), "app needs project and domain"),
   v.check((q) => (q.project === undefined) === (q.domain === undefined), "project and domain go together"),
+  v.check((q) => q.cluster_org === undefined || q.cluster !== undefined, "cluster_org needs cluster"),
 );
 /** A validated watch query. */
 export type WatchQuery = v.InferOutput<typeof WatchQuerySchema>;
 
-/** `GET /v1/apps` query (Flyte's List: project, domain, limit, token). */
-export const ListQuerySchema = v.strictObject({
+/** `GET /v1/apps` query (Flyte's List: project, domain, limit, token; and the cluster). */
+export const ListQuerySchema = v.pipe(v.strictObject({
   project: v.optional(Name),
   domain: v.optional(Name),
+  cluster: v.optional(Name),
+  cluster_org: v.optional(Name),
   limit: v.optional(v.pipe(
     v.string(),
     v.regex(/^\d{1,9}$/, "must be a non-negative integer"),
@@ -47,7 +52,7 @@ export const ListQuerySchema = v.strictObject({
     v.maxValue(10_000, "must be at most 10000"),
   )),
   token: v.optional(v.pipe(v.string(), v.maxLength(8192, "is too long"))),
-});
+}), v.check((q) => q.cluster_org === undefined || q.cluster !== undefined, "cluster_org needs cluster"));
 
 /**
  * One percent-decoded path segment of `GET /v1/apps/:project/:domain/:name`: any text, since the
@@ -63,10 +68,12 @@ export const GetAppPathSchema = v.strictObject({
   name: PathPart,
 });
 
-/** `GET /v1/apps/:project/:domain/:name` query: only `org`. */
-export const GetAppQuerySchema = v.strictObject({
+/** `GET /v1/apps/:project/:domain/:name` query: `org`, and the cluster. */
+export const GetAppQuerySchema = v.pipe(v.strictObject({
   org: v.optional(Name),
-});
+  cluster: v.optional(Name),
+  cluster_org: v.optional(Name),
+}), v.check((q) => q.cluster_org === undefined || q.cluster !== undefined, "cluster_org needs cluster"));
 
 /** Messages a WebSocket client may send. Anything else closes with 1008. */
 export const ClientMessageSchema = v.strictObject({

@@ -34,12 +34,13 @@ import {
 import type { Logger } from "../../log.ts";
 import { KubeApiError } from "../../kube/status.ts";
 import type { AccessGuard } from "../access.ts";
+import type { ClusterInfo } from "../info.ts";
 import type { ServiceMetrics } from "../metrics.ts";
 import { isRefusal, type StreamSessions } from "../session.ts";
 import { watchMessage } from "./frames.ts";
 import type { OpenStreams } from "../open-streams.ts";
 import { RESUME_FAILED_HEADER, RESUME_HEADER, START_HEADER } from "./names.ts";
-import { AppIdJson, errorText, GetRequestJson, invalid, ListRequestJson, watchTargetOf } from "./requests.ts";
+import { AppIdJson, clusterOf, errorText, GetRequestJson, invalid, ListRequestJson, watchTargetOf } from "./requests.ts";
 import { ConnectSink, WatchRun } from "./watch-run.ts";
 import { reflectionRoutes } from "./reflection.ts";
 
@@ -54,6 +55,8 @@ export interface ConnectRoutesOptions {
   sessions: StreamSessions;
   /** The service's registry of open streams (shutdown ends and awaits them): every Watch is in it until it is gone. */
   streams: OpenStreams;
+  /** The cluster served: `cluster_id` targets must name it (info.ts). */
+  cluster: ClusterInfo;
   /** Largest request message in bytes. */
   maxMessageBytes: number;
 }
@@ -137,9 +140,9 @@ export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServ
       const parsed = v.safeParse(ListRequestJson, toJson(ListRequestSchema, req));
       if (!parsed.success) throw invalid("ListRequest", parsed.issues);
       const r = parsed.output;
-      if (r.org !== undefined || r.clusterId !== undefined) {
-        throw new ConnectError("org and cluster_id filters are not supported by the data plane", Code.Unimplemented);
-      }
+      if (r.org !== undefined) throw new ConnectError("the org filter is not supported by the data plane", Code.Unimplemented);
+      // cluster_id: this cluster lists every app (the filter is a oneof: no project with it).
+      if (r.clusterId !== undefined) clusterOf(r.clusterId, options.cluster);
       // project: name → project label, domain → domain label (either may be empty); organization is ignored, as in Flyte.
       const project = r.project?.name ?? "";
       const domain = r.project?.domain ?? "";
@@ -174,7 +177,7 @@ export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServ
     },
 
     async *watch(req: Message, ctx: HandlerContext) {
-      const { target, kind } = watchTargetOf(toJson(WatchRequestSchema, req));
+      const { target, kind } = watchTargetOf(toJson(WatchRequestSchema, req), options.cluster);
       if (closing !== undefined) throw new ConnectError(closing, Code.Unavailable);
       const resume = ctx.requestHeader.get(RESUME_HEADER) ?? undefined;
       const slot = options.sessions.admit(ctx.values.get(clientAddressKey));

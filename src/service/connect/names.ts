@@ -20,7 +20,7 @@ export const RESUME_HEADER = "appwatch-resume";
 export const START_HEADER = "appwatch-start";
 /**
  * Response header, only on a Watch whose `appwatch-resume` could not be honoured (it started with
- * a snapshot): why, as the `start` frame's `resumeFailed` (`malformed`, `unknown-stream`,
- * `too-old`, `ahead`).
+ * a snapshot): why, as the `start` frame's `resumeFailed` (`malformed`, `other-cluster`,
+ * `unknown-stream`, `too-old`, `ahead`).
  */
 export const RESUME_FAILED_HEADER = "appwatch-resume-failed";

@@ -6,6 +6,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import * as v from "valibot";
 import { subscribeTarget } from "../../flyte/hub.ts";
+import { type ClusterInfo, otherCluster } from "../info.ts";
 import { Name } from "../schemas.ts";
 
 // Identities are names as in the REST API: before the first sync they reach label and field selectors.
@@ -18,6 +19,8 @@ export const IdentifierJson = v.object({
 });
 export const AppIdJson = v.object({ org: OptionalName, project: Name, domain: Name, name: Name });
 export const ProjectJson = v.object({ organization: OptionalName, domain: OptionalName, name: Name });
+/** `common.ClusterIdentifier`. */
+export const ClusterIdJson = v.object({ organization: OptionalName, name: Name });
 export const WatchRequestJson = v.object({
   org: v.optional(v.string()),
   clusterId: v.optional(v.unknown()),
@@ -43,13 +46,26 @@ export function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-/** The subscription target of a `WatchRequest` (Flyte: only `appId`; here also `project` and `org`). */
-export function watchTargetOf(json: unknown): ReturnType<typeof subscribeTarget> {
+/**
+ * Checks a `cluster_id` against the cluster served: `invalid_argument` when it is malformed,
+ * `not_found` naming the cluster served when it is another (or this one has no name).
+ */
+export function clusterOf(json: unknown, cluster: ClusterInfo): void {
+  const id = v.safeParse(ClusterIdJson, json);
+  if (!id.success) throw invalid("clusterId", id.issues);
+  const other = otherCluster(cluster, { name: id.output.name, ...(id.output.organization ? { organization: id.output.organization } : {}) });
+  if (other) throw new ConnectError(other, Code.NotFound);
+}
+
+/** The subscription target of a `WatchRequest` (Flyte: only `appId`; here also `project`, `org` and this `cluster_id`). */
+export function watchTargetOf(json: unknown, cluster: ClusterInfo): ReturnType<typeof subscribeTarget> {
   const req = v.safeParse(WatchRequestJson, json);
   if (!req.success) throw invalid("WatchRequest", req.issues);
   const r = req.output;
   if (r.clusterId !== undefined) {
-    throw new ConnectError("the cluster_id watch target is not supported: appwatch serves the one cluster it runs in", Code.Unimplemented);
+    // This cluster: every app of it.
+    clusterOf(r.clusterId, cluster);
+    return subscribeTarget({});
   }
   if (r.appId !== undefined) {
     const id = v.safeParse(AppIdJson, r.appId);

@@ -125,6 +125,12 @@ export const SETTINGS = [
     shown: `the context's namespace, else ${FALLBACK_NAMESPACE}`, help: "namespace(s) to watch; repeat or comma-separate; '*' (or --all-namespaces) for all", section: S_CLUSTER,
     all: { flag: "all-namespaces", short: "A", value: ["*"], help: "watch every namespace (same as -n '*')" },
   },
+  // serve: the cluster's identity in Flyte's terms (common.ClusterIdentifier); unnamed by default, as Flyte's data plane.
+  {
+    key: "clusterName", type: "name", commands: ["serve"], flag: "cluster-name", arg: "<name>", env: "APPWATCH_CLUSTER_NAME", file: true, shown: "none (unnamed)", section: S_CLUSTER,
+    help: "this cluster's name: each App's status.assignedCluster, the cluster_id target, and resume tokens name it",
+  },
+  { key: "clusterOrg", type: "name", commands: ["serve"], flag: "cluster-org", arg: "<org>", env: "APPWATCH_CLUSTER_ORG", file: true, shown: "none", help: "the organization of --cluster-name (cluster_id.organization)", section: S_CLUSTER },
   // serve: Flyte's app settings and the streams.
   { key: "baseDomain", type: "domain", default: DEFAULT_APPS_CONFIG.baseDomain, commands: ["serve"], flag: "base-domain", arg: "<domain>", env: "APPWATCH_BASE_DOMAIN", file: true, internalApps: true, shown: '"" (no public URLs)', help: "public URL host suffix: <app>-<project>-<domain>.<base-domain>", section: S_APPS },
   { key: "scheme", type: "enum", values: ["", "http", "https"], message: 'must be http, https or "" (https)', default: DEFAULT_APPS_CONFIG.scheme, commands: ["serve"], flag: "scheme", arg: "<scheme>", env: "APPWATCH_SCHEME", file: true, internalApps: true, shown: '"" (https)', help: "public URL scheme: http | https", section: S_APPS },
@@ -187,7 +193,9 @@ export interface SettingRule<C extends Command> {
 
 /** The rules of each command, checked after its settings are merged. */
 export const RULES: { readonly [C in Command]: readonly SettingRule<C>[] } = {
-  serve: [],
+  serve: [
+    { key: "clusterOrg", check: (s) => s.clusterOrg === undefined || s.clusterName !== undefined, message: "needs --cluster-name" },
+  ],
   events: [],
   watch: [
     { key: "app", check: (s) => s.app === undefined || (s.project !== undefined && s.domain !== undefined), message: "needs --project and --domain" },
