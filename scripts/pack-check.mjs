@@ -6,7 +6,7 @@
 //   pack      `npm pack` into a temp dir; prints the tarball's size and file count; checks that
 //             it holds every export and the bin, and no tests, bench, scripts, fixtures or .ts sources;
 //   install   a scratch project in os.tmpdir() (outside the repo) installs the tarball
-//             (`npm install --prefer-offline`): no tsx comes with it;
+//             (`npm install --prefer-offline`): no tsx comes with it, and npm warns no EBADENGINE;
 //   node      plain `node` (no tsx, no loader) imports every export path of package.json;
 //   tsc       a consumer imports every export path and uses the main ones, type-checked by plain
 //             `tsc` (strict, module nodenext, no allowImportingTsExtensions, no skipLibCheck);
@@ -142,7 +142,11 @@ function packStep(ctx) {
 function installStep(ctx) {
   ctx.scratch = mkdtempSync(join(tmpdir(), "appwatch-consumer-"));
   writeFileSync(join(ctx.scratch, "package.json"), JSON.stringify({ name: "appwatch-consumer", private: true, type: "module" }, null, 2));
-  run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", ctx.tarball], { cwd: ctx.scratch, env: scratchEnv() });
+  const { out } = run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", ctx.tarball], { cwd: ctx.scratch, env: scratchEnv() });
+  // Every Node line we claim (engines.node) installs the package without npm's engine warning for
+  // what it brings (README, "Node lines").
+  const badEngine = out.split("\n").filter((l) => /EBADENGINE/.test(l));
+  if (badEngine.length) fail(`installing the tarball on Node ${process.version} warns EBADENGINE (a runtime dependency excludes this Node):\n${tail(badEngine.join("\n"))}`);
   const installed = join(ctx.scratch, "node_modules", PKG.name, "package.json");
   if (!existsSync(installed)) fail(`${PKG.name} is not in ${ctx.scratch}/node_modules after npm install`);
   for (const devOnly of ["tsx", "typescript", "esbuild"]) {

@@ -29,7 +29,7 @@ const denoCount = (out) => {
 // " 213 pass" / " 0 fail"
 const bunCount = (out) => ({ passed: last(out, /^\s*(\d+) pass$/m), failed: last(out, /^\s*(\d+) fail$/m) });
 
-const nodeTest = (list) => ({ cmd: "node", args: ["--import", "tsx", "--test", "--test-concurrency=1", ...list], count: nodeCount });
+const nodeTest = (list) => ({ cmd: "node", args: ["--import", "tsx", "--test", "--test-reporter=tap", "--test-concurrency=1", ...list], count: nodeCount });
 const denoTest = (list) => ({ cmd: "npx", args: ["deno", "test", "-A", "--no-check", ...list], count: denoCount });
 // Bun only runs files matching its own test globs unless the path is explicit ("./…").
 const bunTest = (list) => ({ cmd: "npx", args: ["bun", "test", "--timeout", "300000", ...list.map((f) => `./${f}`)], count: bunCount });
