@@ -232,6 +232,8 @@ describe("subcommands", () => {
       [["serve"], { APPWATCH_SLOW_CONSUMER: "block" }, /APPWATCH_SLOW_CONSUMER: must be coalesce, drop or disconnect/],
       [["serve", "--config", "/definitely/not/here.yaml"], {}, /--config: cannot read the config file \/definitely\/not\/here\.yaml: no such file/],
       [["watch", "--app", "x"], {}, /appwatch watch: --app: needs --project and --domain/],
+      [["serve", "--cluster-org", "acme"], {}, /--cluster-org: needs --cluster-name/],
+      [["serve"], { APPWATCH_CLUSTER_NAME: "-east" }, /APPWATCH_CLUSTER_NAME: must be letters, digits/],
       [["watch", "--project", "p"], {}, /--project: --project and --domain go together/],
       [["watch", "-o", "yaml"], {}, /--output: must be human or json/],
       [["watch"], { APPWATCH_URL: "ftp://x" }, /APPWATCH_URL: must be an http\(s\):\/\/ or ws\(s\):\/\/ URL/],

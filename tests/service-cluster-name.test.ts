@@ -136,22 +136,27 @@ describe("a named cluster", () => {
   });
 
   test("a resume token names its cluster: one from cluster A gets B's snapshot with other-cluster on WebSocket, SSE and Connect; its own cluster resumes it", async () => {
-    const a = await startTestService({ clusterName: "a" });
-    const b = await startTestService({ clusterName: "b" });
+    // Both sandboxes count resourceVersions from the same number, as two clusters' etcds may: A's
+    // token lands inside B's journal window, where an unnamed B answered "resumed" (issue 25).
+    const a = await startTestService({ clusterName: "a" }, { initialResourceVersion: 1_000 });
+    const b = await startTestService({ clusterName: "b" }, { initialResourceVersion: 1_000 });
     const plain = await startTestService();
     const clients: { close(): void }[] = [];
+    const synced = (s: TestService, n: number) => eventually(async () => (await http(`${s.url}/v1/apps`)).body.apps?.length === n, `${n} apps synced`);
     try {
-      // Five apps only A has and five only B has (the sandboxes are otherwise alike, resourceVersions too).
       for (let i = 0; i < 5; i++) {
         a.sb.create("services", ksvc("only", "dev", `on-a-${i}`));
-        b.sb.create("services", ksvc("only", "dev", `on-b-${i}`));
+        b.sb.create("services", ksvc("only", "dev", `on-b-early-${i}`));
       }
-      for (const s of [a, b]) await eventually(async () => (await http(`${s.url}/v1/apps`)).body.apps?.length === 11, "the five new apps to be synced");
+      await synced(a, 11);
+      await synced(b, 11);
       const onA = await WsClient.connect(`${a.wsUrl}/v1/watch`);
       clients.push(onA);
       await onA.synced();
       const token = tokenOf(onA.frames);
       assert.equal(readToken(token)?.cluster, "a");
+      for (let i = 0; i < 5; i++) b.sb.create("services", ksvc("only", "dev", `on-b-late-${i}`));
+      await synced(b, 16);
       const plainWs = await WsClient.connect(`${plain.wsUrl}/v1/watch`);
       clients.push(plainWs);
       await plainWs.synced();
@@ -161,14 +166,14 @@ describe("a named cluster", () => {
       const wsB = await WsClient.connect(`${b.wsUrl}/v1/watch?resume=${encodeURIComponent(token)}`);
       clients.push(wsB);
       await wsB.synced();
-      assert.deepEqual(wsB.frames[0], { start: { mode: "snapshot", apps: 11, resumeFailed: "other-cluster" } });
+      assert.deepEqual(wsB.frames[0], { start: { mode: "snapshot", apps: 16, resumeFailed: "other-cluster" } });
       const lines = eventLines(wsB.frames);
-      assert.equal(lines.filter((l) => l.includes("/on-b-")).length, 5);
+      assert.equal(lines.filter((l) => l.includes("/on-b-")).length, 10);
       assert.equal(lines.filter((l) => l.includes("/on-a-")).length, 0);
       const sseB = await SseClient.connect(`${b.url}/v1/watch`, { "last-event-id": token });
       clients.push(sseB);
       await sseB.synced();
-      assert.deepEqual(sseB.frames[0], { start: { mode: "snapshot", apps: 11, resumeFailed: "other-cluster" } });
+      assert.deepEqual(sseB.frames[0], { start: { mode: "snapshot", apps: 16, resumeFailed: "other-cluster" } });
       assert.deepEqual(await connectStart(b, token), { start: "snapshot", failed: "other-cluster" });
       // Named ↔ unnamed are different clusters too, both ways.
       assert.deepEqual(await connectStart(plain, token), { start: "snapshot", failed: "other-cluster" });

@@ -51,6 +51,8 @@ const ALL: AppwatchSettings = {
   logLevel: "debug",
   kubeconfig: "/etc/kube/config",
   context: "prod",
+  clusterName: "east",
+  clusterOrg: "acme",
   baseDomain: "apps.example.com",
   scheme: "http",
   ingressAppsPort: 30081,
@@ -77,6 +79,8 @@ sandboxPort: 8443
 logLevel: debug
 kubeconfig: /etc/kube/config
 context: prod
+clusterName: east
+clusterOrg: acme
 baseDomain: apps.example.com
 scheme: http
 ingressAppsPort: 30081
@@ -105,6 +109,8 @@ const ALL_ENV: Record<string, string> = {
   APPWATCH_LOG_LEVEL: "debug",
   APPWATCH_KUBECONFIG: "/etc/kube/config",
   APPWATCH_CONTEXT: "prod",
+  APPWATCH_CLUSTER_NAME: "east",
+  APPWATCH_CLUSTER_ORG: "acme",
   APPWATCH_BASE_DOMAIN: "apps.example.com",
   APPWATCH_SCHEME: "http",
   APPWATCH_INGRESS_APPS_PORT: "30081",
@@ -123,7 +129,7 @@ const ALL_ENV: Record<string, string> = {
 
 const ALL_FLAGS = [
   "--port", "9001", "--grpc-port", "9091", "--host", "127.0.0.1", "-n", "flyte", "--namespace", "team-a", "--sandbox", "--sandbox-port", "8443",
-  "--log-level", "debug", "--kubeconfig", "/etc/kube/config", "--context", "prod", "--base-domain", "apps.example.com",
+  "--log-level", "debug", "--kubeconfig", "/etc/kube/config", "--context", "prod", "--cluster-name", "east", "--cluster-org", "acme", "--base-domain", "apps.example.com",
   "--scheme", "http", "--ingress-apps-port", "30081", "--watch-buffer-size", "7", "--slow-consumer", "disconnect",
   "--auth-tokens-file", "/secrets/tokens", "--allowed-origin", "https://board.example.com", "--allowed-origin", "http://localhost:5173",
   "--max-connections-per-client", "3", "--max-message-bytes", "1024", "--heartbeat-seconds", "2.5", "--ping-seconds", "7", "--resume-window", "50",

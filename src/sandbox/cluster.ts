@@ -22,6 +22,11 @@ export interface SandboxClusterOptions {
   demoApps?: number;
   /** Milliseconds between demo changes (default 2000; 0: none). */
   demoIntervalMs?: number;
+  /**
+   * The first resourceVersion (default: the current time in ms). Two sandboxes given the same
+   * number count alike, as two real clusters' etcd revisions overlap: tests of tokens across clusters.
+   */
+  initialResourceVersion?: number;
   logger?: Logger;
 }
 
@@ -36,7 +41,7 @@ export interface SandboxCluster extends ClusterSource {
 /** Starts a sandbox API server with demo apps; `close()` stops the activity, the client and the server. */
 export async function startSandboxCluster(options: SandboxClusterOptions = {}): Promise<SandboxCluster> {
   // RVs start at the current time in ms, so a restarted sandbox never accepts the previous one's resume tokens.
-  const sb = await startSandbox({ port: options.port ?? 0, initialResourceVersion: Date.now(), logger: options.logger });
+  const sb = await startSandbox({ port: options.port ?? 0, initialResourceVersion: options.initialResourceVersion ?? Date.now(), logger: options.logger });
   seedDemo(sb.sandbox, { namespace: "flyte", count: options.demoApps ?? 6 });
   const interval = options.demoIntervalMs ?? 2000;
   const activity = interval > 0 ? startDemoActivity(sb.sandbox, { intervalMs: interval }) : undefined;

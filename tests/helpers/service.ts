@@ -58,11 +58,11 @@ export interface TestService extends RunningService {
 }
 
 /** Starts the service on the sandbox (6 demo apps in "flyte") and waits for the initial sync. */
-export async function startTestService(overrides: Partial<ServiceSettings> = {}, options: { sync?: boolean; logger?: Logger } = {}): Promise<TestService> {
+export async function startTestService(overrides: Partial<ServiceSettings> = {}, options: { sync?: boolean; logger?: Logger; initialResourceVersion?: number } = {}): Promise<TestService> {
   const logs: string[] = [];
   const logger = options.logger ?? createLogger({ level: "warn", sink: (l) => logs.push(l) });
   // The sandbox with its 6 demo apps in "flyte", no demo activity.
-  const cluster = await startSandboxCluster({ demoIntervalMs: 0 });
+  const cluster = await startSandboxCluster({ demoIntervalMs: 0, ...(options.initialResourceVersion !== undefined ? { initialResourceVersion: options.initialResourceVersion } : {}) });
   const service = await startService(testSettings(overrides), { logger, cluster });
   if (options.sync ?? true) {
     try {
