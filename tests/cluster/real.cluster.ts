@@ -24,6 +24,7 @@ import { realClusterAvailable, REPO_ROOT } from "./cluster.ts";
 import { AppK8sClient } from "../../src/flyte/app-client.ts";
 import type { WatchResponse } from "../../src/flyte/model.ts";
 import { KServiceName } from "../../src/flyte/naming.ts";
+import { readToken } from "../../src/flyte/journal.ts";
 import { loadAdapter } from "../../src/service/adapters/types.ts";
 import { createApp } from "../../src/service/app.ts";
 import { toJson } from "@bufbuild/protobuf";
@@ -495,6 +496,78 @@ describe("real kube-apiserver: Flyte's AppService over Connect", () => {
       await reading;
       await apps.stopWatching();
       await server.close();
+    }
+  });
+});
+
+describe("real kube-apiserver: two clusters, each named — a resume token names its cluster", () => {
+  let east: Target;
+  let west: Target;
+  before(async () => {
+    [east, west] = await Promise.all([realTarget(), realTarget()]);
+  });
+  after(async () => {
+    await Promise.all([east?.stop(), west?.stop()]);
+  });
+
+  test("two kube-apiserver + etcd pairs: assignedCluster, cluster_id on Connect, and east's token at west gives west's snapshot with other-cluster", async () => {
+    const ns = "multi";
+    const adapter = await loadAdapter();
+    const serve = async (t: Target, name: string) => {
+      await t.ensureNamespace(ns);
+      const apps = new AppK8sClient({ client: await t.client(), namespace: ns, cluster: name });
+      const api = createApp({ client: apps, runtime: adapter, cluster: { server: t.url, namespaces: [ns], sandbox: false, name } });
+      const server = await adapter.listen(api.app.fetch, { port: 0, hostname: "127.0.0.1" });
+      await apps.startWatching();
+      return { apps, api, server };
+    };
+    const mk = async (t: Target, app: string) => {
+      const name = KServiceName({ project: "mc", domain: "dev", name: app });
+      const svc = ksvc(name, ns);
+      svc.metadata.annotations = { "flyte.org/app-id": `mc/dev/${app}` };
+      await must(t.request("POST", `${API}/namespaces/${ns}/services`, svc), "create");
+    };
+    type Frame = Record<string, any>;
+    const open = async (url: string) => {
+      const frames: Frame[] = [];
+      const raw = upgraded(await rawConnect(url, { onText: (text) => frames.push(JSON.parse(text)) }));
+      await waitFor(() => frames.some((f) => f.synced), `synced on ${url}`, 30_000);
+      return { raw, frames };
+    };
+    const names = (frames: Frame[]) => frames.map((f) => f.createEvent?.app?.metadata?.id?.name).filter(Boolean).sort();
+    const services = await Promise.all([serve(east, "east"), serve(west, "west")]);
+    const [e, w] = services as [(typeof services)[0], (typeof services)[0]];
+    try {
+      await mk(east, "e1");
+      await mk(east, "e2");
+      for (const n of ["w1", "w2", "w3"]) await mk(west, n);
+      const onEast = await open(`${e.server.url}/v1/watch`);
+      await waitFor(() => names(onEast.frames).length === 2, "east's two apps", 30_000);
+      const onWest = await open(`${w.server.url}/v1/watch`);
+      await waitFor(() => names(onWest.frames).length === 3, "west's three apps", 30_000);
+      for (const f of onEast.frames) if (f.createEvent) assert.equal(f.createEvent.app.status.assignedCluster, "east");
+      const token = [...onEast.frames].reverse().map((f) => f.resume ?? f.synced?.resume).find((x) => typeof x === "string") as string;
+      const westToken = [...onWest.frames].reverse().map((f) => f.resume ?? f.synced?.resume).find((x) => typeof x === "string") as string;
+      assert.equal(readToken(token)?.cluster, "east");
+      // What the two etcds numbered (for the record: the positions of two fresh clusters lie close).
+      console.log(`# east token ${JSON.stringify(readToken(token)?.position)}, west ${JSON.stringify(readToken(westToken)?.position)}`);
+
+      const moved = await open(`${w.server.url}/v1/watch?resume=${encodeURIComponent(token)}`);
+      assert.deepEqual(moved.frames[0], { start: { mode: "snapshot", apps: 3, resumeFailed: "other-cluster" } });
+      assert.deepEqual(names(moved.frames), ["w1", "w2", "w3"]);
+
+      const connect = (url: string) => createClient(AppService, createConnectTransport({ baseUrl: `${url}/internal` })) as unknown as { list(req: unknown): Promise<unknown> };
+      const listed = toJson(ListResponseSchema, await connect(w.server.url).list({ filterBy: { case: "clusterId", value: { name: "west" } } }) as never) as Record<string, any>;
+      assert.deepEqual(listed.apps.map((a: any) => a.metadata.id.name).sort(), ["w1", "w2", "w3"]);
+      assert.ok(listed.apps.every((a: any) => a.status.assignedCluster === "west"));
+      await assert.rejects(connect(e.server.url).list({ filterBy: { case: "clusterId", value: { name: "west" } } }), /no cluster "west" here: this appwatch serves cluster "east"/);
+      for (const c of [onEast, onWest, moved]) c.raw.close(1000);
+    } finally {
+      for (const s of services) {
+        s.api.closeStreams();
+        await s.apps.stopWatching();
+        await s.server.close();
+      }
     }
   });
 });
