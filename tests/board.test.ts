@@ -279,7 +279,7 @@ describe("live app board in headless Chromium", { skip }, () => {
   test("at an incident: sandbox mode in the header, the message that decides a DEPLOYING phase, sort by phase and by last change", async () => {
     const logs: string[] = [];
     const cluster = await startSandboxCluster({ demoIntervalMs: 0 });
-    const s = await startService(testSettings(), { logger: createLogger({ level: "warn", sink: (l) => logs.push(l) }), cluster, sandbox: true });
+    const s = await startService(testSettings({ clusterName: "east", clusterOrg: "acme" }), { logger: createLogger({ level: "warn", sink: (l) => logs.push(l) }), cluster, sandbox: true });
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const page = await context.newPage();
     const errors = collectErrors(page);
@@ -292,7 +292,8 @@ describe("live app board in headless Chromium", { skip }, () => {
       assert.equal(await page.locator("#w-sandbox").textContent(), "SANDBOX: demo data, not a real cluster");
       assert.equal(await page.title(), "[SANDBOX] appwatch: Flyte apps");
       assert.equal(await page.evaluate(() => document.body.classList.contains("sandbox-mode")), true);
-      assert.equal(await page.locator("#w-cluster").textContent(), new URL(cluster.url).host);
+      // A named cluster: its organization/name, then the API server.
+      assert.equal(await page.locator("#w-cluster").textContent(), `acme/east (${new URL(cluster.url).host})`);
       assert.equal(await page.locator("#w-ns").textContent(), "flyte");
 
       // A rollout as Knative reports it (the demo's "rolling" state): ConfigurationsReady and Ready

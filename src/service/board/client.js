@@ -34,7 +34,7 @@
  * @property {{ message?: string, code?: string }} [error]
  * @property {unknown} [resume]
  */
-/** @typedef {{ cluster?: { host?: unknown, namespaces?: unknown }, sandbox?: unknown }} Info GET v1/info */
+/** @typedef {{ cluster?: { name?: unknown, organization?: unknown, host?: unknown, namespaces?: unknown }, sandbox?: unknown }} Info GET v1/info */
 
 /**
  * One app as the board shows it; `el` and `cells` once its table row is built.
@@ -737,7 +737,10 @@ function loadInfo() {
     .then((/** @type {Info | null} */ info) => {
       if (!info || typeof info !== "object") return;
       const c = info.cluster || {};
-      ui.whereCluster.textContent = c.host ? String(c.host) : "unknown";
+      const host = c.host ? String(c.host) : "unknown";
+      // A named cluster (--cluster-name, --cluster-org): "acme/east (10.0.0.1:6443)".
+      const name = typeof c.name === "string" && c.name ? (typeof c.organization === "string" && c.organization ? c.organization + "/" : "") + c.name : "";
+      ui.whereCluster.textContent = name ? name + " (" + host + ")" : host;
       const ns = Array.isArray(c.namespaces) ? c.namespaces.map(String) : [];
       ui.whereNs.textContent = ns.length === 1 && ns[0] === "*" ? "all" : ns.join(", ") || "unknown";
       setSandbox(info.sandbox === true);
