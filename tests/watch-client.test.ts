@@ -231,6 +231,20 @@ current-context: c
     }
   });
 
+  test("--cluster: a service of that cluster streams; one of another cluster refuses, and the client stops with its reason", async () => {
+    const east = await serve({ clusterName: "east" });
+    try {
+      const ok = client({ url: east.url, cluster: "east" });
+      await ok.until((lines) => lines.some((l) => l.includes("SYNCED")), "the snapshot from cluster east");
+      assert.equal(await ok.stop(), 0);
+      const other = client({ url: east.url, cluster: "west" });
+      assert.equal(await other.done, 1);
+      assert.deepEqual(other.err, ['appwatch watch: the server refused the stream: HTTP 404 not_found: no cluster "west" here: this appwatch serves cluster "east"']);
+    } finally {
+      await east.stop();
+    }
+  });
+
   test("refusals end it with exit 1 and the server's message: 401 (no or wrong token), 400 (bad query); the right token connects", async () => {
     const secret = "watch-client-secret-token";
     const service = await serve({ authTokens: [secret] });
@@ -247,6 +261,11 @@ current-context: c
       const bad = client({ url: service.url, token: secret, org: "no spaces allowed" });
       assert.equal(await bad.done, 1);
       assert.match(bad.err.join("\n"), /HTTP 400 invalid_argument: org: must be letters/);
+
+      // --cluster names another cluster than the service's (unnamed here): final, with the reason.
+      const other = client({ url: service.url, token: secret, cluster: "west" });
+      assert.equal(await other.done, 1);
+      assert.deepEqual(other.err, ["appwatch watch: the server refused the stream: HTTP 404 not_found: no cluster \"west\" here: this appwatch's cluster has no name (start it with --cluster-name)"]);
 
       // Through the command line, with the token from APPWATCH_TOKEN.
       const out: string[] = [];

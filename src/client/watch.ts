@@ -24,6 +24,8 @@ export interface WatchClientOptions {
   domain?: string;
   app?: string;
   org?: string;
+  /** Only if the service serves this cluster (its `--cluster-name`); else it refuses with 404. */
+  cluster?: string;
   /** Start with a snapshot of the matching apps (default true). */
   snapshot: boolean;
   /** Resume token to start from. */
@@ -167,6 +169,7 @@ export function watchUrl(options: WatchClientOptions, resume: string | undefined
   u.password = "";
   const q = u.searchParams;
   if (options.org !== undefined) q.set("org", options.org);
+  if (options.cluster !== undefined) q.set("cluster", options.cluster);
   if (options.project !== undefined) q.set("project", options.project);
   if (options.domain !== undefined) q.set("domain", options.domain);
   if (options.app !== undefined) q.set("app", options.app);
@@ -346,7 +349,7 @@ export async function runWatchClient(options: WatchClientOptions, io: WatchClien
     } else if (options.verbose) io.stdout(`${t} ${text}`);
   }
 
-  /** After a failed connection: a plain GET of the same URL says why (400/401/403 are final). */
+  /** After a failed connection: a plain GET of the same URL says why (400/401/403 and appwatch's 404 are final). */
   async function diagnose(): Promise<{ fatal: boolean; text: string }> {
     const url = watchUrl(options, resume, "http");
     const headers: Record<string, string> = {};
@@ -365,7 +368,8 @@ export async function runWatchClient(options: WatchClientOptions, io: WatchClien
       if (typeof j.message === "string") message = j.message;
       if (typeof j.code === "string") code = j.code;
     } catch { /* not JSON */ }
-    if (FATAL_STATUS.has(res.status)) {
+    // appwatch's own 404 (its error shape) on /v1/watch: another cluster than --cluster; final too.
+    if (FATAL_STATUS.has(res.status) || (res.status === 404 && code === "not_found")) {
       return { fatal: true, text: `the server refused the stream: HTTP ${res.status}${code ? ` ${code}` : ""}: ${message}` };
     }
     if (res.status === 426) return { fatal: false, text: `the WebSocket handshake with ${shownUrl} failed` };

@@ -166,6 +166,7 @@ export const SETTINGS = [
     help: 'bearer token (APPWATCH_TOKEN keeps it out of the process list); sent as "Authorization: Bearer" where the runtime\'s WebSocket can (Node), else as the access_token parameter',
   },
   { key: "org", type: "name", commands: ["watch"], flag: "org", arg: "<org>", help: "apps of one org", section: S_WHAT },
+  { key: "cluster", type: "name", commands: ["watch"], flag: "cluster", arg: "<name>", help: "only from a service of this cluster (its --cluster-name); another one refuses", section: S_WHAT },
   { key: "project", type: "name", commands: ["watch"], flag: "project", arg: "<p>", help: "apps of one project (with --domain)", section: S_WHAT },
   { key: "domain", type: "name", commands: ["watch"], flag: "domain", arg: "<d>", help: "apps of one domain (with --project)", section: S_WHAT },
   { key: "app", type: "name", commands: ["watch"], flag: "app", arg: "<name>", help: "one app (needs --project and --domain)", section: S_WHAT },
