@@ -234,6 +234,9 @@ describe("AppService bad input is invalid_argument", () => {
       const c = createClient(AppService, createConnectTransport({ baseUrl: `${server.url}/internal` })) as unknown as AppClient;
       const all = (await c.list({})) as { apps: unknown[] };
       assert.equal(all.apps.length, 6, "served from the API server");
+      // org: filtered after the API server's page (the org is an annotation, not a label).
+      const demoOrg = (await c.list({ filterBy: { case: "org", value: "demo-org" } })) as { apps: { metadata?: { id?: { org?: string } } }[] };
+      assert.ok(demoOrg.apps.length > 0 && demoOrg.apps.length < 6 && demoOrg.apps.every((a) => a.metadata?.id?.org === "demo-org"), `demo-org: ${demoOrg.apps.length}`);
       await rejects(c.list({ request: { token: "garbage" } }), Code.InvalidArgument, /^failed to list KServices for \/: Kubernetes API 4\d\d/, "continue token");
       await rejects(c.list({ filterBy: { case: "project", value: { name: "a b" } } }), Code.InvalidArgument, /project\.name/, "name");
       const rest = await http(`${server.url}/v1/apps?token=garbage`);

@@ -148,7 +148,15 @@ for (const kind of Object.keys(transports)) {
         await rejects(c.get({}), Code.InvalidArgument, /^app_id is required$/);
         await rejects(c.get({ identifier: { case: "ingress", value: { publicUrl: "http://x" } } }), Code.InvalidArgument, /app_id is required/);
         await rejects(c.get({ identifier: { case: "appId", value: { project: "p", domain: "d" } } }), Code.InvalidArgument, /appId\.name/);
-        await rejects(c.list({ filterBy: { case: "org", value: "flyte" } }), Code.Unimplemented, /the org filter/);
+        // org (Flyte's data plane: unimplemented): that org's apps, as REST's ?org= and the Watch's org target.
+        const demoOrg = json(ListResponseSchema, await c.list({ filterBy: { case: "org", value: "demo-org" } }));
+        const restOrg = (await http(`${s.url}/v1/apps?org=demo-org`)).body;
+        assert.ok(demoOrg.apps.length > 0 && demoOrg.apps.length < all.apps.length, `a part of the apps: ${demoOrg.apps.length} of ${all.apps.length}`);
+        assert.ok(demoOrg.apps.every((a: Json) => a.metadata.id.org === "demo-org"));
+        assert.deepEqual(demoOrg.apps, restOrg.apps);
+        assert.deepEqual(all.apps.filter((a: Json) => a.metadata.id.org === "demo-org"), demoOrg.apps);
+        assert.deepEqual(json(ListResponseSchema, await c.list({ filterBy: { case: "org", value: "nobody" } })), {});
+        await rejects(c.list({ filterBy: { case: "org", value: "" } }), Code.InvalidArgument, /^org: must not be empty$/);
         // An unnamed cluster (no --cluster-name) is no cluster_id's: tests/service-cluster-name.test.ts has the named one.
         await rejects(c.list({ filterBy: { case: "clusterId", value: { name: "c" } } }), Code.NotFound, /no cluster "c" here: .*has no name/);
         await rejects(c.create({}), Code.Unimplemented, /read-only/);
@@ -329,8 +337,10 @@ describe("AppService: raw HTTP, cross-checks and limits", () => {
       assert.equal(notFound.body.message, 'KService missing-p-d not found: services.serving.knative.dev "missing-p-d" not found');
       const invalid = await post("/internal/flyteidl2.app.AppService/Get", {});
       assert.deepEqual([invalid.status, invalid.body], [400, { code: "invalid_argument", message: "app_id is required" }]);
-      const unimpl = await post("/flyteidl2.app.AppService/List", { org: "x" });
+      const unimpl = await post("/flyteidl2.app.AppService/Create", {});
       assert.deepEqual([unimpl.status, unimpl.body.code], [501, "unimplemented"]);
+      const otherCluster = await post("/flyteidl2.app.AppService/List", { clusterId: { name: "x" } });
+      assert.deepEqual([otherCluster.status, otherCluster.body.code], [404, "not_found"]);
       const ok = await post("/flyteidl2.app.AppService/List", { project: { name: "llm", domain: "production" } });
       assert.equal(ok.status, 200);
       assert.deepEqual(ok.body.apps.map((a: Json) => a.metadata.id.name), ["vllm-llama"]);

@@ -347,9 +347,10 @@ export class AppK8sClient {
    * Flyte's `List`: apps of a project and domain (by their app-id identity) across every watched
    * namespace, in KService order, `limit` per page and a `token` to continue; from the synced
    * watch, or the API server before the first sync. Unconvertible items are skipped with a warning.
+   * `org`: only that org's apps (appwatch's; see `listApps`).
    */
-  list(project: string, domain: string, limit = 0, token = ""): Promise<{ apps: App[]; token: string }> {
-    return listApps(this.#queries(), project, domain, limit, token);
+  list(project: string, domain: string, limit = 0, token = "", org = ""): Promise<{ apps: App[]; token: string }> {
+    return listApps(this.#queries(), project, domain, limit, token, org);
   }
 
   /** KServices whose project/domain labels disagree with their app-id (see `KServiceApps`). */

@@ -70,14 +70,20 @@ export interface QuerySource {
 
 /**
  * Flyte's `List`: apps of a project and domain (either may be empty: no filter), in KService order,
- * `limit` per page (0: all) and a `token` to continue after the previous page.
+ * `limit` per page (0: all) and a `token` to continue after the previous page. `org` (appwatch's;
+ * Flyte's data plane refuses it): only that org's apps — before the first sync it is applied to
+ * the API server's page, which then may hold fewer than `limit` (the org is an annotation, no label).
  */
-export async function listApps(src: QuerySource, project: string, domain: string, limit: number, token: string): Promise<{ apps: App[]; token: string }> {
-  if (!src.synced) return await listFromApi(src, project, domain, limit, token);
+export async function listApps(src: QuerySource, project: string, domain: string, limit: number, token: string, org = ""): Promise<{ apps: App[]; token: string }> {
+  if (!src.synced) {
+    const page = await listFromApi(src, project, domain, limit, token);
+    return org ? { apps: page.apps.filter((a) => (a.metadata?.id?.org ?? "") === org), token: page.token } : page;
+  }
   const after = token ? decodePageToken(token) : undefined;
   const matching = src.hub.list().filter((s) => {
     const id = s.app.metadata?.id;
-    return (project === "" || (id?.project ?? "") === project) && (domain === "" || (id?.domain ?? "") === domain) && (after === undefined || s.source > after);
+    return (project === "" || (id?.project ?? "") === project) && (domain === "" || (id?.domain ?? "") === domain) &&
+      (org === "" || (id?.org ?? "") === org) && (after === undefined || s.source > after);
   });
   const page = limit > 0 ? matching.slice(0, limit) : matching;
   const more = limit > 0 && matching.length > limit;

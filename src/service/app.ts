@@ -205,7 +205,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     const other = notThisCluster(q.value);
     if (other) return errorResponse(c, 404, "not_found", other);
     try {
-      const { apps, token } = await client.list(q.value.project ?? "", q.value.domain ?? "", q.value.limit ?? 0, q.value.token ?? "");
+      const { apps, token } = await client.list(q.value.project ?? "", q.value.domain ?? "", q.value.limit ?? 0, q.value.token ?? "", q.value.org ?? "");
       return c.json(listResponse(apps, token));
     } catch (err) {
       return apiError(c, err, "list apps");

@@ -39,10 +39,11 @@ export const WatchQuerySchema = v.pipe(
 /** A validated watch query. */
 export type WatchQuery = v.InferOutput<typeof WatchQuerySchema>;
 
-/** `GET /v1/apps` query (Flyte's List: project, domain, limit, token; and the cluster). */
+/** `GET /v1/apps` query (Flyte's List: project, domain, limit, token; and the org and the cluster). */
 export const ListQuerySchema = v.pipe(v.strictObject({
   project: v.optional(Name),
   domain: v.optional(Name),
+  org: v.optional(Name),
   cluster: v.optional(Name),
   cluster_org: v.optional(Name),
   limit: v.optional(v.pipe(

@@ -35,6 +35,7 @@ import type { Logger } from "../../log.ts";
 import { KubeApiError } from "../../kube/status.ts";
 import type { AccessGuard } from "../access.ts";
 import type { ClusterInfo } from "../info.ts";
+import { Name } from "../schemas.ts";
 import type { ServiceMetrics } from "../metrics.ts";
 import { isRefusal, type StreamSessions } from "../session.ts";
 import { watchMessage } from "./frames.ts";
@@ -140,14 +141,18 @@ export function createAppServiceHandlers(options: ConnectRoutesOptions): AppServ
       const parsed = v.safeParse(ListRequestJson, toJson(ListRequestSchema, req));
       if (!parsed.success) throw invalid("ListRequest", parsed.issues);
       const r = parsed.output;
-      if (r.org !== undefined) throw new ConnectError("the org filter is not supported by the data plane", Code.Unimplemented);
-      // cluster_id: this cluster lists every app (the filter is a oneof: no project with it).
+      // org (the filter is a oneof): that org's apps; Flyte's data plane refuses it.
+      if (r.org !== undefined) {
+        const org = v.safeParse(Name, r.org);
+        if (!org.success) throw new ConnectError(`org: ${org.issues[0].message}`, Code.InvalidArgument);
+      }
+      // cluster_id: this cluster lists every app.
       if (r.clusterId !== undefined) clusterOf(r.clusterId, options.cluster);
       // project: name → project label, domain → domain label (either may be empty); organization is ignored, as in Flyte.
       const project = r.project?.name ?? "";
       const domain = r.project?.domain ?? "";
       try {
-        const page = await client.list(project, domain, r.request?.limit ?? 0, r.request?.token ?? "");
+        const page = await client.list(project, domain, r.request?.limit ?? 0, r.request?.token ?? "", r.org ?? "");
         return create(ListResponseSchema, { apps: page.apps.map(appMessage), token: page.token } as never);
       } catch (err) {
         if (err instanceof InvalidPageTokenError) throw new ConnectError(err.message, Code.InvalidArgument);
