@@ -8,13 +8,40 @@
  * Deno and Bun (their `node:http2`).
  * @module
  */
-import { createServer, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from "node:http2";
+import { constants as h2constants, createServer, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from "node:http2";
 import { gunzip, gzip } from "node:zlib";
 import { Code, ConnectError, createConnectRouter } from "@connectrpc/connect";
 import type { Compression, UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import type { AppServiceHandlers } from "../connect/handlers.ts";
 import { checkBinaryBody, isBinaryContentType, readIterableUpTo } from "../connect/input.ts";
+import { type Clock, realClock } from "../../watch/clock.ts";
 import { type ListeningServer, urlHost } from "./types.ts";
+
+/**
+ * How long the gRPC listener waits for a peer (issue 24: idle, preface-only and half-sent
+ * connections stayed open forever). `idleMs`: a connection with no open stream — never used, only
+ * a preface, or done — gets a GOAWAY; a Watch stream, however quiet, keeps its connection. `bodyMs`:
+ * a unary or server-streaming request's body must be complete by then, else the stream is reset
+ * (client- and bidi-streaming ones, reflection, send as they go).
+ */
+export interface GrpcTimeouts {
+  idleMs: number;
+  bodyMs: number;
+}
+
+const NGHTTP2_CANCEL = h2constants.NGHTTP2_CANCEL;
+
+/** Defaults of {@link GrpcTimeouts}: 30 s each (docs/operations.md). */
+export const GRPC_TIMEOUTS: GrpcTimeouts = Object.freeze({ idleMs: 30_000, bodyMs: 30_000 });
+
+/** Options of {@link listenGrpc}. */
+export interface GrpcListenOptions {
+  port: number;
+  hostname: string;
+  timeouts?: Partial<GrpcTimeouts>;
+  /** Time for the timeouts (tests: a `VirtualClock`; timer purposes `grpc-idle`, `grpc-body`). */
+  clock?: Clock;
+}
 
 /**
  * gzip for request and response messages (what gRPC clients may ask for; identity is always on).
@@ -86,13 +113,18 @@ async function sendUniversal(u: UniversalServerResponse, res: Http2ServerRespons
 }
 
 /** Serves `service` over gRPC, gRPC-Web and Connect on HTTP/2 cleartext, at `/` and `/internal/`. */
-export function listenGrpc(service: AppServiceHandlers, options: { port: number; hostname: string }): Promise<ListeningServer> {
+export function listenGrpc(service: AppServiceHandlers, options: GrpcListenOptions): Promise<ListeningServer> {
+  const timeouts: GrpcTimeouts = { ...GRPC_TIMEOUTS, ...options.timeouts };
+  const clock = options.clock ?? realClock;
   const router = createConnectRouter({ acceptCompression: [GZIP] });
   service.routes(router);
   // Flyte's data plane path (`/internal/…`) and the plain service path, as on the HTTP port.
   const paths = new Map<string, UniversalHandler>();
   for (const h of router.handlers) for (const prefix of ["", "/internal"]) paths.set(prefix + h.requestPath, h);
   const server = createServer((req, res) => {
+    const session = req.stream.session; // a closed stream no longer knows its session
+    streamOpened(session);
+    res.once("close", () => streamClosed(session));
     const handler = paths.get(req.url.split("?", 1)[0] ?? "");
     if (!handler) {
       res.writeHead(404);
@@ -109,6 +141,14 @@ export function listenGrpc(service: AppServiceHandlers, options: { port: number;
     // A client-streaming request (reflection) is read message by message by connect-es: reading
     // it whole first would wait for a client that waits for our answer.
     const clientStreams = handler.method.methodKind === "bidi_streaming" || handler.method.methodKind === "client_streaming";
+    if (!clientStreams && !req.complete) {
+      const deadline = clock.setTimeout(() => {
+        if (!req.complete && !res.destroyed) res.stream.close(NGHTTP2_CANCEL);
+      }, timeouts.bodyMs, "grpc-body");
+      const clear = () => clock.clearTimeout(deadline);
+      req.once("end", clear);
+      res.once("close", clear);
+    }
     if (u.method === "POST" && isBinaryContentType(contentType) && !clientStreams) {
       const bytes = await readIterableUpTo(u.body as AsyncIterable<Uint8Array>, service.maxMessageBytes + 64).catch(() => new Uint8Array(0));
       const checked = checkBinaryBody(contentType, u.header, bytes, handler.method.input, service.maxMessageBytes);
@@ -131,9 +171,34 @@ export function listenGrpc(service: AppServiceHandlers, options: { port: number;
       });
   };
   const sessions = new Set<Http2Session>();
+  // Open streams and the idle timer of each connection (the request handler counts the streams:
+  // the session's own "stream" event is not on every runtime's node:http2).
+  const idle = new Map<Http2Session | undefined, { open: number; timer: unknown }>();
+  const armIdle = (session: Http2Session, state: { open: number; timer: unknown }) => {
+    state.timer = clock.setTimeout(() => {
+      if (session.closed || session.destroyed) return;
+      session.close(); // GOAWAY, and with no stream open the socket closes at once (a client reconnects for its next call)
+    }, timeouts.idleMs, "grpc-idle");
+  };
+  const streamOpened = (session: Http2Session | undefined) => {
+    const state = idle.get(session);
+    if (!state) return;
+    if (state.open++ === 0) clock.clearTimeout(state.timer);
+  };
+  const streamClosed = (session: Http2Session | undefined) => {
+    const state = idle.get(session);
+    if (state && --state.open === 0 && session) armIdle(session, state);
+  };
   server.on("session", (session) => {
     sessions.add(session);
-    session.once("close", () => sessions.delete(session));
+    const state = { open: 0, timer: undefined as unknown };
+    idle.set(session, state);
+    armIdle(session, state);
+    session.once("close", () => {
+      clock.clearTimeout(state.timer);
+      idle.delete(session);
+      sessions.delete(session);
+    });
   });
   return new Promise((resolve, reject) => {
     server.once("error", reject);
