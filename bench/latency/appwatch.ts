@@ -17,6 +17,7 @@
  */
 import process from "node:process";
 import { createInterface } from "node:readline";
+import { monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks";
 import { connectCluster, startService } from "../../src/service/server.ts";
 import { DEFAULT_SETTINGS } from "../../src/service/settings/mod.ts";
 import { createLogger } from "../../src/log.ts";
@@ -54,10 +55,31 @@ const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length ? s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]! : null;
 };
+// Where a probe's tail comes from: the event loop's longest stalls and the GC pauses since the
+// last probe (node:perf_hooks; a runtime without them reports null).
+const loopDelay = (() => {
+  try {
+    const h = monitorEventLoopDelay({ resolution: 5 });
+    h.enable();
+    return h;
+  } catch {
+    return undefined;
+  }
+})();
+let gc: number[] = [];
+try {
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) gc.push(e.duration);
+  }).observe({ entryTypes: ["gc"] });
+} catch { /* no GC entries on this runtime */ }
 createInterface({ input: process.stdin }).on("line", (line) => {
   if (!line.includes("probe")) return;
-  process.stdout.write(JSON.stringify({ probe: { n: probe.length, p50: pct(probe, 50), p99: pct(probe, 99) } }) + "\n");
+  const loop = loopDelay && loopDelay.count > 0 ? { loopP99: loopDelay.percentile(99) / 1e6, loopMax: loopDelay.max / 1e6 } : { loopP99: null, loopMax: null };
+  const gcs = { gcCount: gc.length, gcMs: gc.reduce((a, b) => a + b, 0), gcMax: gc.length ? Math.max(...gc) : null };
+  process.stdout.write(JSON.stringify({ probe: { n: probe.length, p50: pct(probe, 50), p99: pct(probe, 99), ...loop, ...gcs } }) + "\n");
   probe = [];
+  gc = [];
+  loopDelay?.reset();
 });
 
 let stopping = false;
