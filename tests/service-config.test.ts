@@ -62,6 +62,7 @@ const ALL: AppwatchSettings = {
   allowedOrigins: ["https://board.example.com", "http://localhost:5173"],
   maxConnectionsPerClient: 3,
   maxMessageBytes: 1024,
+  streamBufferBytes: 65536,
   heartbeatSeconds: 2.5,
   pingSeconds: 7,
   resumeWindow: 50,
@@ -92,6 +93,7 @@ allowedOrigins:
   - http://localhost:5173
 maxConnectionsPerClient: 3
 maxMessageBytes: 1024
+streamBufferBytes: 65536
 heartbeatSeconds: 2.5
 pingSeconds: 7
 resumeWindow: 50
@@ -120,6 +122,7 @@ const ALL_ENV: Record<string, string> = {
   APPWATCH_ALLOWED_ORIGINS: "https://board.example.com,http://localhost:5173",
   APPWATCH_MAX_CONNECTIONS_PER_CLIENT: "3",
   APPWATCH_MAX_MESSAGE_BYTES: "1024",
+  APPWATCH_STREAM_BUFFER_BYTES: "65536",
   APPWATCH_HEARTBEAT_SECONDS: "2.5",
   APPWATCH_PING_SECONDS: "7",
   APPWATCH_RESUME_WINDOW: "50",
@@ -132,7 +135,7 @@ const ALL_FLAGS = [
   "--log-level", "debug", "--kubeconfig", "/etc/kube/config", "--context", "prod", "--cluster-name", "east", "--cluster-org", "acme", "--base-domain", "apps.example.com",
   "--scheme", "http", "--ingress-apps-port", "30081", "--watch-buffer-size", "7", "--slow-consumer", "disconnect",
   "--auth-tokens-file", "/secrets/tokens", "--allowed-origin", "https://board.example.com", "--allowed-origin", "http://localhost:5173",
-  "--max-connections-per-client", "3", "--max-message-bytes", "1024", "--heartbeat-seconds", "2.5", "--ping-seconds", "7", "--resume-window", "50",
+  "--max-connections-per-client", "3", "--max-message-bytes", "1024", "--stream-buffer-bytes", "65536", "--heartbeat-seconds", "2.5", "--ping-seconds", "7", "--resume-window", "50",
   "--shutdown-timeout", "4", "--demo-interval-ms", "250",
 ];
 
@@ -144,7 +147,7 @@ describe("serve settings: layers", () => {
     assert.deepEqual(r.settings, {
       port: 8080, host: "127.0.0.1", namespaces: [], logLevel: "info", baseDomain: "", scheme: "", ingressAppsPort: 0,
       watchBufferSize: 100, slowConsumer: "coalesce", authTokens: [], allowedOrigins: [], maxConnectionsPerClient: 64,
-      maxMessageBytes: 4096, heartbeatSeconds: 15, pingSeconds: 30, resumeWindow: 10000, shutdownTimeoutSeconds: 10, demoIntervalMs: 2000,
+      maxMessageBytes: 4096, streamBufferBytes: 1048576, heartbeatSeconds: 15, pingSeconds: 30, resumeWindow: 10000, shutdownTimeoutSeconds: 10, demoIntervalMs: 2000,
     });
     assert.deepEqual(r.settings, DEFAULT_SETTINGS);
     assert.ok(Object.values(r.sources).every((s) => s === "default"));

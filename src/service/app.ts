@@ -44,7 +44,11 @@ export interface ApiLimits {
   heartbeatMs: number;
   /** Protocol-level ping period where the runtime leaves it to us (Node); a peer that misses one is closed. Default 30 s. */
   pingMs: number;
-  /** Socket buffer high-water mark per stream. Default 1 MiB. */
+  /**
+   * Bytes one stream may hold for a client that is not reading (`--stream-buffer-bytes`): a
+   * WebSocket's buffered amount, an SSE or Connect Watch response body's queue. Past it the
+   * subscription's slow-consumer policy applies. Default 1 MiB.
+   */
   highWaterMark: number;
   /** Wait for a resume token from a replica ahead of this one. Default 2 s. */
   catchUpMs: number;
@@ -169,7 +173,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     cluster,
     maxMessageBytes: limits.maxMessageBytes,
   });
-  mountConnect(app, appService, runtime ? (c) => runtime.clientAddress(c) : undefined);
+  mountConnect(app, appService, runtime ? (c) => runtime.clientAddress(c) : undefined, limits.highWaterMark);
 
   mountBoard(app); // the live app board: GET /, /board/* (docs/board.md)
 

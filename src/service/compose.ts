@@ -105,6 +105,7 @@ export function compose<C extends ClusterSource>(settings: ServiceSettings, io: 
       maxMessageBytes: settings.maxMessageBytes,
       heartbeatMs: settings.heartbeatSeconds * 1000,
       pingMs: settings.pingSeconds * 1000,
+      highWaterMark: settings.streamBufferBytes,
     },
     logger: log,
     build: { version: VERSION, runtime: runtimeLabel, runtimeVersion: runtimeVersion() },

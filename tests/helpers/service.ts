@@ -39,6 +39,7 @@ export function testSettings(overrides: Partial<ServiceSettings> = {}): ServiceS
     allowedOrigins: [],
     maxConnectionsPerClient: 64,
     maxMessageBytes: 4096,
+    streamBufferBytes: 1024 * 1024,
     heartbeatSeconds: 15,
     resumeWindow: 10_000,
     shutdownTimeoutSeconds: 10,

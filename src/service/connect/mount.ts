@@ -27,6 +27,8 @@ export function mountConnect(
   app: Hono,
   service: AppServiceHandlers,
   clientAddress?: (c: Context) => string | undefined,
+  /** Bytes a Watch body may hold for a client that is not reading (`--stream-buffer-bytes`). */
+  bodyBufferBytes?: number,
 ): void {
   const router = createConnectRouter({ connect: true, grpcWeb: true, grpc: false });
   service.routes(router);
@@ -55,7 +57,7 @@ export function mountConnect(
         // connect-es's body is only the end-stream frame of the generator it saw return: dropped.
         const rest = universal.body;
         if (rest !== undefined && Symbol.asyncIterator in rest) void (async () => { for await (const _ of rest); })().catch(() => {});
-        return new Response(connectWatchBody(handedOff, request.signal, drained), { status: universal.status, headers: universal.header });
+        return new Response(connectWatchBody(handedOff, request.signal, drained, bodyBufferBytes), { status: universal.status, headers: universal.header });
       }
       const response = universalServerResponseToFetch(universal);
       return response.body ? new Response(untilDrained(response.body, drained), response) : response;
