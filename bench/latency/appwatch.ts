@@ -34,6 +34,8 @@ const service = await startService({
   scheme: "https",
   maxConnectionsPerClient: 1_000_000,
   shutdownTimeoutSeconds: 2,
+  // Other settings under test (e.g. bench/memory/stalled-sse.ts: streamBufferBytes), as JSON.
+  ...(process.env.BENCH_SETTINGS ? JSON.parse(process.env.BENCH_SETTINGS) as Record<string, unknown> : {}),
 }, { logger: createLogger({ level: "warn", sink: (l) => process.stderr.write(l + "\n") }), cluster: await connectCluster({ kubeconfig, namespaces: [namespace] }) });
 await service.watching;
 // The initial conversions look up every app's Revision (404 here) in the background: let them finish.
