@@ -173,7 +173,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     cluster,
     maxMessageBytes: limits.maxMessageBytes,
   });
-  mountConnect(app, appService, runtime ? (c) => runtime.clientAddress(c) : undefined, limits.highWaterMark);
+  mountConnect(app, appService, limits.highWaterMark, runtime ? (c) => runtime.clientAddress(c) : undefined);
 
   mountBoard(app); // the live app board: GET /, /board/* (docs/board.md)
 

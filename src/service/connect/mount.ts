@@ -26,9 +26,9 @@ import type { WatchRun } from "./watch-run.ts";
 export function mountConnect(
   app: Hono,
   service: AppServiceHandlers,
-  clientAddress?: (c: Context) => string | undefined,
   /** Bytes a Watch body may hold for a client that is not reading (`--stream-buffer-bytes`). */
-  bodyBufferBytes?: number,
+  bodyBufferBytes: number,
+  clientAddress?: (c: Context) => string | undefined,
 ): void {
   const router = createConnectRouter({ connect: true, grpcWeb: true, grpc: false });
   service.routes(router);

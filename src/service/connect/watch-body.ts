@@ -7,9 +7,6 @@ import { endStreamFrame, watchFrame } from "./frames.ts";
 import { RESUME_HEADER } from "./names.ts";
 import type { WatchBody, WatchRun } from "./watch-run.ts";
 
-/** Bytes the pre-encoded Connect body holds by default before the session stops taking events for it. */
-const CONNECT_BODY_HIGH_WATER_BYTES = 1024 * 1024;
-
 /**
  * `body`, calling `done` once the server has taken its last chunk (or the client went away):
  * shutdown waits for open streams, and a Watch stream's end-stream frame is its last chunk.
@@ -52,11 +49,11 @@ export function untilDrained(body: ReadableStream<Uint8Array>, done: () => void)
  * pre-encoded frame (shared by every subscriber, frames.ts), written by the session as the
  * event is published, then the end-stream frame with the resume position as trailer — what
  * connect-es would write, without its per-stream serialization. The body holds up to
- * `highWaterBytes` (`--stream-buffer-bytes`, default 1 MiB like WebSocket and SSE): a client that stops reading fills it and the session's
+ * `highWaterBytes` (`--stream-buffer-bytes`, the mark WebSocket and SSE use): a client that stops reading fills it and the session's
  * slow-consumer policy applies, as on connect-es's body. `done` is called once the end-stream
  * frame is written or the client went away.
  */
-export function connectWatchBody(watch: WatchRun, requestSignal: AbortSignal, done: () => void, highWaterBytes = CONNECT_BODY_HIGH_WATER_BYTES): ReadableStream<Uint8Array> {
+export function connectWatchBody(watch: WatchRun, requestSignal: AbortSignal, done: () => void, highWaterBytes: number): ReadableStream<Uint8Array> {
   let gone = false;
   const leave = () => {
     gone = true;
