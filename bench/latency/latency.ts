@@ -39,6 +39,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { runtimeCommand } from "../lib/common.ts";
 import { jsonLines } from "../lib/json-lines.ts";
 import { type AppRef, distinctApps, subscribers } from "../lib/fixtures.ts";
 import { writeB6 } from "./report.ts";
@@ -119,12 +120,9 @@ interface Child {
 const PROF_DIR = process.env.BENCH_B6_CPU_PROF_DIR;
 
 function command(runtime: "node" | "deno" | "bun", script: string, args: string[]): [string, string[]] {
-  const prof = PROF_DIR && script.startsWith("bench/latency/") ? ["--cpu-prof", `--cpu-prof-dir=${PROF_DIR}`] : [];
-  if (runtime === "deno") return [join(ROOT, "node_modules", ".bin", "deno"), ["run", "-A", ...prof, script, ...args]];
-  if (runtime === "bun") return [join(ROOT, "node_modules", ".bin", "bun"), [script, ...args]];
-  // appwatch on Node as it ships (dist/, see bench/lib/shipped.mjs), not through tsx's keepNames.
-  const shipped = script === "bench/latency/appwatch.ts" ? ["--import", "./bench/lib/shipped.mjs"] : [];
-  return [process.execPath, [...prof, "--import", "tsx", ...shipped, script, ...args]];
+  // --cpu-prof where the runtime takes it (Node, Deno); Bun runs unprofiled.
+  const prof = PROF_DIR && script.startsWith("bench/latency/") && runtime !== "bun" ? ["--cpu-prof", `--cpu-prof-dir=${PROF_DIR}`] : [];
+  return runtimeCommand(runtime, script, args, prof, script === "bench/latency/appwatch.ts");
 }
 
 function child(runtime: "node" | "deno" | "bun", script: string, args: string[] = [], env: Record<string, string> = {}): Child {

@@ -9,6 +9,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 
@@ -123,6 +124,17 @@ export function selfCommand(script: string): { cmd: string; args: string[] } {
   if (g.Bun) return { cmd: process.execPath, args: [script] };
   // On Node, appwatch as it ships (dist/, see bench/lib/shipped.mjs), not through tsx's keepNames.
   return { cmd: process.execPath, args: ["--import", "tsx", "--import", "./bench/lib/shipped.mjs", "--expose-gc", script] };
+}
+
+/**
+ * The command a Node-run driver uses to start a script of this repository on `runtime`, from
+ * the repository root: Deno and Bun from node_modules/.bin, Node through tsx. appwatch's own
+ * server script on Node loads `dist/` as it ships (bench/lib/shipped.mjs), not tsx's keepNames.
+ */
+export function runtimeCommand(runtime: RuntimeName, script: string, args: string[] = [], flags: string[] = [], shipped = false): [string, string[]] {
+  if (runtime === "deno") return [join(REPO_ROOT, "node_modules", ".bin", "deno"), ["run", "-A", ...flags, script, ...args]];
+  if (runtime === "bun") return [join(REPO_ROOT, "node_modules", ".bin", "bun"), [...flags, script, ...args]];
+  return [process.execPath, [...flags, "--import", "tsx", ...(shipped ? ["--import", "./bench/lib/shipped.mjs"] : []), script, ...args]];
 }
 
 function nodeBinary(): string {

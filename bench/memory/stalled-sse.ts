@@ -20,6 +20,7 @@ import os from "node:os";
 import { dirname, join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
+import { runtimeCommand } from "../lib/common.ts";
 import { jsonLines } from "../lib/json-lines.ts";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -43,12 +44,6 @@ function rssOf(pid: number): number {
 function child(cmd: string, args: string[], env: Record<string, string> = {}) {
   const proc: ChildProcess = spawn(cmd, args, { cwd: ROOT, stdio: ["pipe", "pipe", "inherit"], env: { ...process.env, ...env } });
   return { proc, ...jsonLines(proc) };
-}
-
-function command(runtime: string, script: string): [string, string[]] {
-  if (runtime === "deno") return [join(ROOT, "node_modules", ".bin", "deno"), ["run", "-A", script]];
-  if (runtime === "bun") return [join(ROOT, "node_modules", ".bin", "bun"), [script]];
-  return [process.execPath, ["--import", "tsx", "--import", "./bench/lib/shipped.mjs", script]];
 }
 
 /** Reads one SSE stream until its `synced` frame: the snapshot's size in bytes. */
@@ -108,7 +103,7 @@ writeFileSync(kubeconfig, `apiVersion: v1\nkind: Config\nclusters:\n- name: b\n 
 const rows: Record<string, unknown>[] = [];
 for (const runtime of RUNTIMES) {
   for (const buffer of BUFFERS) {
-    const [cmd, args] = command(runtime, "bench/latency/appwatch.ts");
+    const [cmd, args] = runtimeCommand(runtime, "bench/latency/appwatch.ts", [], [], true);
     const settings = buffer === undefined ? {} : { streamBufferBytes: buffer };
     const server = child(cmd, [...args, kubeconfig, "bench"], { BENCH_SETTINGS: JSON.stringify(settings) });
     const ready = (await server.next()).ready as { url: string; pid: number };
