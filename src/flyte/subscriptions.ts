@@ -15,9 +15,10 @@
  */
 import type { Logger } from "../log.ts";
 import { silentLogger } from "../log.ts";
-import { type App, appOf, type Identifier, watchEventKind, type WatchResponse } from "./model.ts";
+import { appOf, type Identifier, watchEventKind, type WatchResponse } from "./model.ts";
 import { Wakeup } from "../watch/wakeup.ts";
 import type { AppChange, ResumeFailure } from "./journal.ts";
+import { NetChanges } from "./net-changes.ts";
 
 /** What to do with a subscriber whose buffer is full. */
 export type SlowConsumerPolicy = "coalesce" | "drop" | "disconnect";
@@ -84,16 +85,6 @@ export interface SubscriptionStats {
 
 const everything = () => true;
 
-/** Net pending change of one app while coalescing. */
-interface Net {
-  /** Final state: the app, or undefined when it ends deleted. */
-  app: App | undefined;
-  /** The last app seen (for a delete event's payload). */
-  last: App;
-  /** A delete happened in the pending sequence. */
-  deleted: boolean;
-}
-
 /**
  * A subscriber's stream: an `AsyncIterable<WatchResponse>` with `close()`.
  * The first {@link Subscription.snapshotSize} items are the snapshot's
@@ -118,7 +109,7 @@ export class Subscription implements AsyncIterable<WatchResponse> {
   #fifo: Queued[] = [];
   /** Snapshot items still in the FIFO (not counted against the buffer). */
   #reserved = 0;
-  #net: Map<string, Net> | undefined;
+  #net: NetChanges | undefined;
   /** Apps the consumer has been told exist (needed to compute net changes). */
   readonly #known = new Set<string>();
   /** A resync marker that arrived while coalescing: yielded once the net changes drain. */
@@ -265,7 +256,7 @@ export class Subscription implements AsyncIterable<WatchResponse> {
         return false;
       case "coalesce": {
         // From here on, memory is bounded by the number of apps, not the number of events.
-        this.#net = new Map();
+        this.#net = new NetChanges();
         this.#reserved = 0;
         for (const c of this.#fifo.splice(0)) {
           if (c.synced !== undefined) this.#markerAfterNet = c;
@@ -363,40 +354,13 @@ export class Subscription implements AsyncIterable<WatchResponse> {
       this.#markerAfterNet = undefined;
       return m;
     }
-    const first = this.#net.entries().next();
-    if (first.done) {
-      this.#net = undefined; // drained: back to plain FIFO
-      return this.#take();
-    }
-    const [key, net] = first.value;
-    this.#net.delete(key);
-    if (this.#net.size === 0) this.#net = undefined;
-    return this.#resolve(key, net) ?? this.#take();
-  }
-
-  /** The one event that brings the consumer from what it knows to the net final state. */
-  #resolve(key: string, net: Net): AppChange | undefined {
-    const known = this.#known.has(key);
-    if (net.app === undefined) return known ? { key, event: { deleteEvent: { app: net.last } } } : undefined;
-    if (!known || net.deleted) return { key, event: { createEvent: { app: net.app } } };
-    return { key, event: { updateEvent: { updatedApp: net.app } } };
+    const change = this.#net.next(this.#known);
+    if (this.#net.size === 0) this.#net = undefined; // drained: back to plain FIFO
+    return change ?? this.#take();
   }
 
   #merge(change: AppChange): void {
-    const prev = this.#net!.get(change.key);
-    if (prev) this.#stats.coalesced++;
-    const app = appOf(change.event);
-    const next: Net = prev ?? { app: undefined, last: app, deleted: false };
-    if (watchEventKind(change.event) === "deleteEvent") {
-      next.app = undefined;
-      next.deleted = true;
-    } else {
-      next.app = app;
-    }
-    next.last = app;
-    // Re-insert to keep per-app entries in order of their latest change.
-    this.#net!.delete(change.key);
-    this.#net!.set(change.key, next);
+    if (this.#net!.merge(change)) this.#stats.coalesced++;
   }
 
   #fail(error: Error): void {
