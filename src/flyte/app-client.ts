@@ -12,17 +12,19 @@ import { type Logger, silentLogger } from "../log.ts";
 import { createWatcher, type ObjectWatcher } from "../watch/group.ts";
 import { type Clock, realClock } from "../watch/clock.ts";
 import type { ReflectorHealth } from "../watch/reflector.ts";
-import { collectionPath, KNATIVE_REVISIONS, KNATIVE_SERVICES, type KubeObject, objectKey, type ReflectorEvent } from "../watch/types.ts";
+import { collectionPath, KNATIVE_REVISIONS, type KubeObject, objectKey, type ReflectorEvent } from "../watch/types.ts";
 import { AppConverter } from "./convert.ts";
 import { AppHub, type HubMetrics, type SubscribeOptions, type SubscribeTarget } from "./hub.ts";
 import { KServiceApps, kserviceWatcherOptions, type KServiceWatchTuning, revisionOf } from "./kservices.ts";
 import { type App, type AppsConfig, DEFAULT_APPS_CONFIG, type Identifier } from "./model.ts";
-import { APP_MANAGED_SELECTOR, AppNotFoundError, getApp, InvalidPageTokenError, listApps, notFoundText, type QuerySource } from "./queries.ts";
+import { getApp, listApps, type QuerySource } from "./queries.ts";
+import { preflight } from "./preflight.ts";
 import { RevisionReplicas } from "./replicas.ts";
 import type { SlowConsumerPolicy, Subscription } from "./subscriptions.ts";
 
 export { appKey, type SubscribeOptions, type SubscribeTarget } from "./hub.ts";
 export { APP_MANAGED_SELECTOR, AppNotFoundError, InvalidPageTokenError, notFoundText } from "./queries.ts";
+export { AppsForbiddenError, KnativeNotInstalledError } from "./preflight.ts";
 
 /** Options for {@link AppK8sClient}. */
 export interface AppK8sClientOptions {
@@ -53,16 +55,6 @@ export interface StartWatchingOptions {
   signal?: AbortSignal;
   /** Reject when the initial sync takes longer (the watch keeps running and keeps trying). */
   timeoutMs?: number;
-}
-
-/** Knative Serving is not installed: the `serving.knative.dev/v1` `services` resource does not exist. */
-export class KnativeNotInstalledError extends Error {
-  override readonly name = "KnativeNotInstalledError";
-}
-
-/** The credentials may not list/watch Knative Services (403). */
-export class AppsForbiddenError extends Error {
-  override readonly name = "AppsForbiddenError";
 }
 
 /** Counters for the metrics endpoint. */
@@ -155,7 +147,7 @@ export class AppK8sClient {
 
   async #start(lifetime?: AbortSignal): Promise<void> {
     if (lifetime?.aborted) throw new Error("startWatching: the signal is already aborted");
-    await this.#preflight(lifetime);
+    await preflight(this.#client, this.namespaces, lifetime);
     const stop = new AbortController();
     this.#stop = stop;
     lifetime?.addEventListener("abort", () => stop.abort(), { once: true });
@@ -379,29 +371,6 @@ export class AppK8sClient {
       logger: this.#log,
       onConversionError: () => this.metrics.conversionErrors++,
     };
-  }
-
-  async #preflight(signal?: AbortSignal): Promise<void> {
-    const namespaces = this.namespaces.length ? this.namespaces : [undefined];
-    for (const ns of namespaces) {
-      const res = await this.#client.request({ path: collectionPath(KNATIVE_SERVICES, ns), query: { limit: 1, labelSelector: APP_MANAGED_SELECTOR }, signal });
-      if (res.ok) {
-        await res.body?.cancel();
-        continue;
-      }
-      const err = await errorFromResponse(res, `GET ${collectionPath(KNATIVE_SERVICES, ns)}`);
-      if (err.code === 404) {
-        throw new KnativeNotInstalledError(
-          "Knative Serving is not installed: the API server has no services.serving.knative.dev (serving.knative.dev/v1) resource",
-        );
-      }
-      if (err.code === 403) {
-        throw new AppsForbiddenError(
-          `not allowed to read Knative Services ${ns ? `in namespace "${ns}"` : "cluster-wide"}: appwatch needs get, list and watch on services.serving.knative.dev (and list and watch on revisions.serving.knative.dev); see deploy/rbac.yaml. Server said: ${err.message}`,
-        );
-      }
-      throw err;
-    }
   }
 
   /** The journal stream of an object: its namespace when several are watched, else the one stream. */

@@ -1,0 +1,48 @@
+/**
+ * The check `AppK8sClient.startWatching` makes before it watches: one `limit=1` list of app
+ * KServices per watched namespace, so a missing Knative or missing permissions fail with an
+ * error that names the cause and the fix, not a watch that retries forever.
+ * @module
+ */
+import type { KubeClient } from "../kube/client.ts";
+import { errorFromResponse } from "../kube/status.ts";
+import { collectionPath, KNATIVE_SERVICES } from "../watch/types.ts";
+import { APP_MANAGED_SELECTOR } from "./queries.ts";
+
+/** Knative Serving is not installed: the `serving.knative.dev/v1` `services` resource does not exist. */
+export class KnativeNotInstalledError extends Error {
+  override readonly name = "KnativeNotInstalledError";
+}
+
+/** The credentials may not list/watch Knative Services (403). */
+export class AppsForbiddenError extends Error {
+  override readonly name = "AppsForbiddenError";
+}
+
+/**
+ * Lists one app KService in each of `namespaces` (cluster-wide when empty). 404:
+ * {@link KnativeNotInstalledError}; 403: {@link AppsForbiddenError}; any other failure: the
+ * Kubernetes error as it came.
+ */
+export async function preflight(client: KubeClient, namespaces: readonly string[], signal?: AbortSignal): Promise<void> {
+  const targets = namespaces.length ? namespaces : [undefined];
+  for (const ns of targets) {
+    const res = await client.request({ path: collectionPath(KNATIVE_SERVICES, ns), query: { limit: 1, labelSelector: APP_MANAGED_SELECTOR }, signal });
+    if (res.ok) {
+      await res.body?.cancel();
+      continue;
+    }
+    const err = await errorFromResponse(res, `GET ${collectionPath(KNATIVE_SERVICES, ns)}`);
+    if (err.code === 404) {
+      throw new KnativeNotInstalledError(
+        "Knative Serving is not installed: the API server has no services.serving.knative.dev (serving.knative.dev/v1) resource",
+      );
+    }
+    if (err.code === 403) {
+      throw new AppsForbiddenError(
+        `not allowed to read Knative Services ${ns ? `in namespace "${ns}"` : "cluster-wide"}: appwatch needs get, list and watch on services.serving.knative.dev (and list and watch on revisions.serving.knative.dev); see deploy/rbac.yaml. Server said: ${err.message}`,
+      );
+    }
+    throw err;
+  }
+}
