@@ -54,6 +54,8 @@ const HELP = `B6 latency (write → receive), appwatch vs a minimal client-node 
   --rates LIST         changes/s (default 100,1000)
   --subs N             subscribers per contender (default 1000)
   --seconds S          drive length per cell (default 6)
+  --warmup S           per contender process, a discarded cell of S seconds at the highest rate before
+                       the measured ones, so no cell pays for JIT and first-use allocation (default 3; 0: none)
   --transports LIST    ws,sse,connect (default all; the relay has no Connect: its WS is the peer)
   --reps N             repeat every (source, runtime) block, contender order flipped (default 1)
   --apps N             app KServices in the source (default 1000)
@@ -75,6 +77,7 @@ const RUNTIMES = listOpt("runtimes", QUICK ? "node" : "node,deno,bun") as ("node
 const RATES = listOpt("rates", "100,1000").map(Number);
 const SUBS = Number(opt("subs") ?? (QUICK ? 100 : 1000));
 const SECONDS = Number(opt("seconds") ?? (QUICK ? 2 : 6));
+const WARMUP = Number(opt("warmup") ?? (QUICK ? 1 : 3));
 const TRANSPORTS = listOpt("transports", "ws,sse,connect") as ("ws" | "sse" | "connect")[];
 const REPS = Number(opt("reps") ?? 1);
 const APPS = Number(opt("apps") ?? 1000);
@@ -364,7 +367,8 @@ interface Cell {
 const load = child("node", "bench/lib/load.ts");
 let group = 0;
 
-async function cell(src: Source, runtime: string, contender: "appwatch" | "relay", proc: Child, pid: number, url: string, transport: "ws" | "sse" | "connect", rate: number, rep: number, order: number): Promise<Cell> {
+async function cell(src: Source, runtime: string, contender: "appwatch" | "relay", proc: Child, pid: number, url: string, transport: "ws" | "sse" | "connect", rate: number, rep: number, order: number, warmup?: number): Promise<Cell> {
+  const seconds = warmup ?? SECONDS;
   const g = `g${group++}`;
   const base = transport === "ws" ? url.replace(/^http/, "ws") : url;
   const loadavg1Before = os.loadavg()[0]!;
@@ -380,7 +384,7 @@ async function cell(src: Source, runtime: string, contender: "appwatch" | "relay
   const d0 = cpuOf("self");
   const busy0 = machineBusySeconds();
   const w0 = performance.now();
-  const driven = await src.drive(rate, SECONDS);
+  const driven = await src.drive(rate, seconds);
   const expected: Record<string, number> = {};
   src.apps.forEach((a, i) => (expected[`${a.project}/${a.domain}/${a.app}`] = driven.perApp[i]!));
   const rep0 = (await load.send({ report: { expected, group: g } })).report as { expected: number; received: number; lost: number; extra: number; outOfOrder: number; closedUnexpectedly: number; cpuSeconds: number; latencyMs: Record<string, number> };
@@ -428,7 +432,7 @@ async function cell(src: Source, runtime: string, contender: "appwatch" | "relay
     loadavg1Before,
   };
   console.error(
-    `  ${src.name} ${runtime} ${contender.padEnd(8)} ${transport.padEnd(7)} ${String(rate).padStart(4)}/s: p50 ${c.p50.toFixed(2)} ms, p99 ${c.p99.toFixed(2)} ms, max ${c.maxMs.toFixed(1)} ms${c.watchP50 !== undefined ? ` (watch path p50 ${c.watchP50.toFixed(2)} p99 ${c.watchP99!.toFixed(2)} ms; loop max ${c.loopMax?.toFixed(1) ?? "–"} ms; GC ${c.gcCount} × ${c.gcMs?.toFixed(0)} ms, max ${c.gcMax?.toFixed(1) ?? "–"})` : ""}; ` +
+    `  ${warmup === undefined ? "" : "(warm-up, discarded) "}${src.name} ${runtime} ${contender.padEnd(8)} ${transport.padEnd(7)} ${String(rate).padStart(4)}/s: p50 ${c.p50.toFixed(2)} ms, p99 ${c.p99.toFixed(2)} ms, max ${c.maxMs.toFixed(1)} ms${c.watchP50 !== undefined ? ` (watch path p50 ${c.watchP50.toFixed(2)} p99 ${c.watchP99!.toFixed(2)} ms; loop max ${c.loopMax?.toFixed(1) ?? "–"} ms; GC ${c.gcCount} × ${c.gcMs?.toFixed(0)} ms, max ${c.gcMax?.toFixed(1) ?? "–"})` : ""}; ` +
       `${c.received}/${c.expected} received (lost ${c.lost}), ${Math.round(c.achievedRate)} writes/s${c.writesFailed ? ` (${c.writesFailed} failed)` : ""}; CPU contender ${c.contenderCpuCores.toFixed(2)}, load ${c.loadCpuCores.toFixed(2)}, source ${c.sourceCpuCores.toFixed(2)}, driver ${c.driverCpuCores.toFixed(2)}, other ${c.otherCpuCores.toFixed(2)} cores`,
   );
   return c;
@@ -439,7 +443,7 @@ async function cell(src: Source, runtime: string, contender: "appwatch" | "relay
 const t0 = performance.now();
 const startedAt = new Date().toISOString();
 const loadavgAtStart = os.loadavg();
-console.error(`B6 latency: sources ${SOURCES.join(",")}; runtimes ${RUNTIMES.join(",")}; ${RATES.join(",")} changes/s; ${SUBS} subscribers; ${SECONDS} s per cell; load average ${loadavgAtStart.map((x) => x.toFixed(2)).join(" ")}`);
+console.error(`B6 latency: sources ${SOURCES.join(",")}; runtimes ${RUNTIMES.join(",")}; ${RATES.join(",")} changes/s; ${SUBS} subscribers; ${SECONDS} s per cell after a ${WARMUP} s warm-up; load average ${loadavgAtStart.map((x) => x.toFixed(2)).join(" ")}`);
 const cells: Cell[] = [];
 const versions: Record<string, { appwatch?: string; relay?: string; peer?: string }> = {};
 const sources: Record<string, string> = {};
@@ -473,6 +477,8 @@ for (const srcName of SOURCES) {
         if (ready.apps !== src.apps.length) console.error(`  ${contender} on ${runtime} synced ${ready.apps} apps, the source has ${src.apps.length}`);
         await sleep(500);
         const transports = TRANSPORTS.filter((t) => contender === "appwatch" || t !== "connect");
+        // A fresh process JITs and allocates its first-use structures in its first cell: warm it up off the books.
+        if (WARMUP > 0) await cell(src, runtime, contender, proc, ready.pid, ready.url, transports[0]!, Math.max(...rates), rep, k, WARMUP);
         for (const transport of transports) {
           for (const rate of rates) cells.push(await cell(src, runtime, contender, proc, ready.pid, ready.url, transport, rate, rep, k));
         }
@@ -491,7 +497,7 @@ const result = {
   machine: { cores: os.cpus().length, cpu: os.cpus()[0]?.model ?? "?", memoryGiB: Math.round(os.totalmem() / 2 ** 30), platform: `${os.platform()} ${os.release()} ${os.arch()}` },
   loadavgAtStart,
   loadavgAtEnd: os.loadavg(),
-  options: { sources: SOURCES, runtimes: RUNTIMES, rates: RATES, subscribers: SUBS, seconds: SECONDS, transports: TRANSPORTS, reps: REPS, apps: APPS, inFlight: IN_FLIGHT, quick: QUICK },
+  options: { sources: SOURCES, runtimes: RUNTIMES, rates: RATES, subscribers: SUBS, seconds: SECONDS, warmupSeconds: WARMUP, transports: TRANSPORTS, reps: REPS, apps: APPS, inFlight: IN_FLIGHT, quick: QUICK },
   mix: { all: 4, project: "every 20th (5 %)", app: "the rest" },
   loadRuntime: `Node ${process.versions.node} (ws; node:http for SSE and Connect)`,
   sources,
