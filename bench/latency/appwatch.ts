@@ -68,6 +68,21 @@ const loopDelay = (() => {
     return undefined;
   }
 })();
+// The longest gap between 5 ms ticks and the CPU this process used in it: a gap the process spent
+// computing is ours; a gap with little CPU is the process not being scheduled (shared cores, VM).
+let stall = { ms: 0, cpuMs: 0 };
+{
+  let lastAt = performance.now();
+  let lastCpu = process.cpuUsage();
+  setInterval(() => {
+    const now = performance.now();
+    const cpu = process.cpuUsage();
+    const gap = now - lastAt;
+    if (gap > stall.ms) stall = { ms: gap, cpuMs: (cpu.user - lastCpu.user + cpu.system - lastCpu.system) / 1000 };
+    lastAt = now;
+    lastCpu = cpu;
+  }, 5).unref?.();
+}
 let gc: number[] = [];
 try {
   new PerformanceObserver((list) => {
@@ -78,8 +93,9 @@ createInterface({ input: process.stdin }).on("line", (line) => {
   if (!line.includes("probe")) return;
   const loop = loopDelay && loopDelay.count > 0 ? { loopP99: loopDelay.percentile(99) / 1e6, loopMax: loopDelay.max / 1e6 } : { loopP99: null, loopMax: null };
   const gcs = { gcCount: gc.length, gcMs: gc.reduce((a, b) => a + b, 0), gcMax: gc.length ? Math.max(...gc) : null };
-  process.stdout.write(JSON.stringify({ probe: { n: probe.length, p50: pct(probe, 50), p99: pct(probe, 99), ...loop, ...gcs } }) + "\n");
+  process.stdout.write(JSON.stringify({ probe: { n: probe.length, p50: pct(probe, 50), p99: pct(probe, 99), ...loop, ...gcs, stallMs: stall.ms, stallCpuMs: stall.cpuMs } }) + "\n");
   probe = [];
+  stall = { ms: 0, cpuMs: 0 };
   gc = [];
   loopDelay?.reset();
 });

@@ -356,6 +356,9 @@ interface Cell {
   gcCount?: number;
   gcMs?: number;
   gcMax?: number | null;
+  /** The longest gap between the server's 5 ms ticks, and the CPU its process used in that gap. */
+  stallMs?: number | null;
+  stallCpuMs?: number | null;
   contenderCpuCores: number;
   loadCpuCores: number;
   sourceCpuCores: number;
@@ -394,7 +397,7 @@ async function cell(src: Source, runtime: string, contender: "appwatch" | "relay
   const sourceCpu = src.cpuSeconds() - s0;
   const driverCpu = cpuOf("self") - d0;
   const busy = machineBusySeconds() - busy0;
-  const probe = contender === "appwatch" ? (await proc.send({ probe: {} })).probe as { n: number; p50: number | null; p99: number | null; loopP99?: number | null; loopMax?: number | null; gcCount?: number; gcMs?: number; gcMax?: number | null } : undefined;
+  const probe = contender === "appwatch" ? (await proc.send({ probe: {} })).probe as { n: number; p50: number | null; p99: number | null; loopP99?: number | null; loopMax?: number | null; gcCount?: number; gcMs?: number; gcMax?: number | null; stallMs?: number; stallCpuMs?: number } : undefined;
   await load.send({ close: { keep: 0, group: g } });
   const c: Cell = {
     source: src.name,
@@ -423,7 +426,7 @@ async function cell(src: Source, runtime: string, contender: "appwatch" | "relay
     p99: rep0.latencyMs.p99 ?? NaN,
     p999: rep0.latencyMs.p999 ?? NaN,
     maxMs: rep0.latencyMs.max ?? NaN,
-    ...(probe ? { watchP50: probe.p50 ?? NaN, watchP99: probe.p99 ?? NaN, watchSamples: probe.n, loopP99: probe.loopP99 ?? null, loopMax: probe.loopMax ?? null, gcCount: probe.gcCount ?? 0, gcMs: probe.gcMs ?? 0, gcMax: probe.gcMax ?? null } : {}),
+    ...(probe ? { watchP50: probe.p50 ?? NaN, watchP99: probe.p99 ?? NaN, watchSamples: probe.n, loopP99: probe.loopP99 ?? null, loopMax: probe.loopMax ?? null, gcCount: probe.gcCount ?? 0, gcMs: probe.gcMs ?? 0, gcMax: probe.gcMax ?? null, stallMs: probe.stallMs ?? null, stallCpuMs: probe.stallCpuMs ?? null } : {}),
     contenderCpuCores: contenderCpu / wall,
     loadCpuCores: loadCpu / wall,
     sourceCpuCores: sourceCpu / wall,
@@ -432,7 +435,7 @@ async function cell(src: Source, runtime: string, contender: "appwatch" | "relay
     loadavg1Before,
   };
   console.error(
-    `  ${warmup === undefined ? "" : "(warm-up, discarded) "}${src.name} ${runtime} ${contender.padEnd(8)} ${transport.padEnd(7)} ${String(rate).padStart(4)}/s: p50 ${c.p50.toFixed(2)} ms, p99 ${c.p99.toFixed(2)} ms, max ${c.maxMs.toFixed(1)} ms${c.watchP50 !== undefined ? ` (watch path p50 ${c.watchP50.toFixed(2)} p99 ${c.watchP99!.toFixed(2)} ms; loop max ${c.loopMax?.toFixed(1) ?? "–"} ms; GC ${c.gcCount} × ${c.gcMs?.toFixed(0)} ms, max ${c.gcMax?.toFixed(1) ?? "–"})` : ""}; ` +
+    `  ${warmup === undefined ? "" : "(warm-up, discarded) "}${src.name} ${runtime} ${contender.padEnd(8)} ${transport.padEnd(7)} ${String(rate).padStart(4)}/s: p50 ${c.p50.toFixed(2)} ms, p99 ${c.p99.toFixed(2)} ms, max ${c.maxMs.toFixed(1)} ms${c.watchP50 !== undefined ? ` (watch path p50 ${c.watchP50.toFixed(2)} p99 ${c.watchP99!.toFixed(2)} ms; loop max ${c.loopMax?.toFixed(1) ?? "–"} ms; GC ${c.gcCount} × ${c.gcMs?.toFixed(0)} ms, max ${c.gcMax?.toFixed(1) ?? "–"}; longest tick gap ${c.stallMs?.toFixed(0) ?? "–"} ms with ${c.stallCpuMs?.toFixed(0) ?? "–"} ms CPU)` : ""}; ` +
       `${c.received}/${c.expected} received (lost ${c.lost}), ${Math.round(c.achievedRate)} writes/s${c.writesFailed ? ` (${c.writesFailed} failed)` : ""}; CPU contender ${c.contenderCpuCores.toFixed(2)}, load ${c.loadCpuCores.toFixed(2)}, source ${c.sourceCpuCores.toFixed(2)}, driver ${c.driverCpuCores.toFixed(2)}, other ${c.otherCpuCores.toFixed(2)} cores`,
   );
   return c;
