@@ -61,7 +61,7 @@ export function writeB6(dir: string, file = join(dir, "latency.json")): void {
     const e = JSON.parse(readFileSync(join(dir, f), "utf8")) as any;
     for (const [k, v] of Object.entries(e.sources as Record<string, string>)) {
       const name = `${k} (${tag})`;
-      r.sources[name] = `${v} — a follow-up run (${f}), ${e.date}, ${e.options.subscribers} subscribers, ${e.options.seconds} s per cell, runtimes ${e.options.runtimes.join(", ")}, load average before ${e.loadavgAtStart.map((x: number) => x.toFixed(2)).join(" ")}`;
+      r.sources[name] = `${v} — a follow-up run (${f}), ${e.date}, ${e.options.subscribers} subscribers, ${e.options.seconds} s per cell (${warmupText(e.options.warmupSeconds)}), runtimes ${e.options.runtimes.join(", ")}, load average before ${e.loadavgAtStart.map((x: number) => x.toFixed(2)).join(" ")}`;
       (r.sourceRates ??= {})[name] = e.sourceRates?.[k] ?? e.options.rates;
     }
     for (const c of e.cells as Cell[]) cells.push({ ...c, source: `${c.source} (${tag})` });
@@ -77,7 +77,7 @@ export function writeB6(dir: string, file = join(dir, "latency.json")): void {
     `Run ${r.date} (${r.totalSeconds.toFixed(0)} s), ${r.machine.cores} cores (${r.machine.cpu}), ${r.machine.memoryGiB} GiB, ${r.machine.platform}; ` +
       `load average before ${r.loadavgAtStart.map((v: number) => v.toFixed(2)).join(" ")}, after ${r.loadavgAtEnd.map((v: number) => v.toFixed(2)).join(" ")}. ` +
       `${r.options.subscribers} subscribers per contender (B3 mix: 4 all-apps, every 20th per project+domain, the rest per app over ${r.options.apps} apps), ` +
-      `${r.options.seconds} s of writes per cell, round-robin over the apps; load process ${r.loadRuntime}. Command: \`npm run bench:latency\` ` +
+      `${r.options.seconds} s of writes per cell (${warmupText(r.options.warmupSeconds)}), round-robin over the apps; load process ${r.loadRuntime}. Command: \`npm run bench:latency\` ` +
       "(`node --import tsx bench/latency/latency.ts`), under `flock /tmp/appwatch-bench.lock`.",
   );
   out.push("");
@@ -214,4 +214,9 @@ export function writeB6(dir: string, file = join(dir, "latency.json")): void {
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   writeB6(join(fileURLToPath(new URL("..", import.meta.url)), "results"));
+}
+
+/** How a run warmed each contender process up (runs before `--warmup` existed had none). */
+function warmupText(seconds: number | undefined): string {
+  return seconds ? `after a discarded ${seconds} s warm-up cell per process` : "no warm-up: a fresh process's first cell included its JIT warm-up";
 }
