@@ -54,8 +54,9 @@ const HELP = `B6 latency (write → receive), appwatch vs a minimal client-node 
   --rates LIST         changes/s (default 100,1000)
   --subs N             subscribers per contender (default 1000)
   --seconds S          drive length per cell (default 6)
-  --warmup S           per contender process, a discarded cell of S seconds at the highest rate before
-                       the measured ones, so no cell pays for JIT and first-use allocation (default 3; 0: none)
+  --warmup S           per contender process and transport, a discarded cell of S seconds at the highest
+                       rate before the measured ones, so no cell pays for JIT and first-use allocation
+                       (default 3; 0: none)
   --transports LIST    ws,sse,connect (default all; the relay has no Connect: its WS is the peer)
   --reps N             repeat every (source, runtime) block, contender order flipped (default 1)
   --apps N             app KServices in the source (default 1000)
@@ -480,8 +481,9 @@ for (const srcName of SOURCES) {
         if (ready.apps !== src.apps.length) console.error(`  ${contender} on ${runtime} synced ${ready.apps} apps, the source has ${src.apps.length}`);
         await sleep(500);
         const transports = TRANSPORTS.filter((t) => contender === "appwatch" || t !== "connect");
-        // A fresh process JITs and allocates its first-use structures in its first cell: warm it up off the books.
-        if (WARMUP > 0) await cell(src, runtime, contender, proc, ready.pid, ready.url, transports[0]!, Math.max(...rates), rep, k, WARMUP);
+        // A fresh process JITs and allocates each transport's first-use structures in that transport's
+        // first cell: warm every transport it will be measured on up off the books.
+        if (WARMUP > 0) for (const t of transports) await cell(src, runtime, contender, proc, ready.pid, ready.url, t, Math.max(...rates), rep, k, WARMUP);
         for (const transport of transports) {
           for (const rate of rates) cells.push(await cell(src, runtime, contender, proc, ready.pid, ready.url, transport, rate, rep, k));
         }

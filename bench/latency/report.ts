@@ -218,5 +218,5 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
 
 /** How a run warmed each contender process up (runs before `--warmup` existed had none). */
 function warmupText(seconds: number | undefined): string {
-  return seconds ? `after a discarded ${seconds} s warm-up cell per process` : "no warm-up: a fresh process's first cell included its JIT warm-up";
+  return seconds ? `after a discarded ${seconds} s warm-up cell per process (since 2026-12-07 12:40 UTC: per process and transport)` : "no warm-up: a fresh process's first cell included its JIT warm-up";
 }
