@@ -7,18 +7,18 @@
  * @module
  */
 import type { KubeClient } from "../kube/client.ts";
-import { errorFromResponse } from "../kube/status.ts";
 import { type Logger, silentLogger } from "../log.ts";
 import { createWatcher, type ObjectWatcher } from "../watch/group.ts";
 import { type Clock, realClock } from "../watch/clock.ts";
+import { TimeSlice } from "../watch/slice.ts";
 import type { ReflectorHealth } from "../watch/reflector.ts";
-import { collectionPath, KNATIVE_REVISIONS, type KubeObject, objectKey, type ReflectorEvent } from "../watch/types.ts";
+import { type KubeObject, objectKey, type ReflectorEvent } from "../watch/types.ts";
 import { AppConverter } from "./convert.ts";
 import { AppHub, type HubMetrics, type SubscribeOptions, type SubscribeTarget } from "./hub.ts";
 import { KServiceApps, kserviceWatcherOptions, type KServiceWatchTuning, revisionOf } from "./kservices.ts";
 import { type App, type AppsConfig, DEFAULT_APPS_CONFIG, type Identifier } from "./model.ts";
 import { getApp, listApps, type QuerySource } from "./queries.ts";
-import { preflight } from "./preflight.ts";
+import { preflight, revisionsReadable } from "./preflight.ts";
 import { RevisionReplicas } from "./replicas.ts";
 import type { SlowConsumerPolicy, Subscription } from "./subscriptions.ts";
 
@@ -47,6 +47,12 @@ export interface AppK8sClientOptions {
   cluster?: string;
   /** Time for both watches, the sync deadline and catch-up waits (tests: a `VirtualClock`). Default: the real clock. */
   clock?: Clock;
+  /**
+   * How long the watch loops may work through a backlog of events before they give the event loop
+   * a turn (default 4 ms): without one, no subscriber's socket is written until the whole backlog
+   * is published, so the first event of a burst waits for the last.
+   */
+  sliceMs?: number;
 }
 
 /** Options of {@link AppK8sClient.startWatching}. */
@@ -93,6 +99,8 @@ export class AppK8sClient {
   /** Why the last {@link startWatching} failed (cleared when one succeeds). */
   #startError: string | undefined;
   readonly #clock: Clock;
+  /** Shared by both watch loops: they run on one thread. */
+  readonly #slice: TimeSlice;
   #stoppedAt: number;
 
   constructor(options: AppK8sClientOptions) {
@@ -100,6 +108,7 @@ export class AppK8sClient {
     this.#options = options;
     this.#clock = options.clock ?? options.watch?.clock ?? realClock;
     this.#stoppedAt = this.#clock.now();
+    this.#slice = new TimeSlice(options.sliceMs ?? 4, this.#clock);
     const { slowConsumer, ...config } = options.config ?? {};
     this.config = { ...DEFAULT_APPS_CONFIG, ...config };
     this.#converter = new AppConverter(this.config, { cluster: options.cluster });
@@ -195,6 +204,7 @@ export class AppK8sClient {
         const resumable = !isRelistDiff(event);
         if (resumable && !(event.type === "deleted" && event.inferred)) this.#hub.advance(stream, event.object.metadata.resourceVersion ?? "");
         this.#kservices.apply(objectKey(event.object), event.type === "deleted" ? undefined : event.object, resumable ? stream : undefined);
+        await this.#slice.spent();
       }
     } catch (err) {
       this.#log.error("app watch loop ended", { error: (err as Error).message });
@@ -217,6 +227,7 @@ export class AppK8sClient {
         }
         this.metrics.revisionRequests++;
         if (changed && this.#kservices.uses(changed)) this.#kservices.revisionChanged(changed);
+        await this.#slice.spent();
       }
     } catch (err) {
       this.#log.error("revision watch loop ended", { error: (err as Error).message });
@@ -231,19 +242,7 @@ export class AppK8sClient {
    * already has its replica count. Without list/watch on revisions: a warning, and no counts.
    */
   async #revisionWatch(signal?: AbortSignal): Promise<RevisionReplicas | undefined> {
-    for (const ns of this.namespaces.length ? this.namespaces : [undefined]) {
-      const res = await this.#client.request({ path: collectionPath(KNATIVE_REVISIONS, ns), query: { limit: 1 }, signal });
-      if (res.ok) {
-        await res.body?.cancel();
-        continue;
-      }
-      const err = await errorFromResponse(res, `GET ${collectionPath(KNATIVE_REVISIONS, ns)}`);
-      if (err.code === 403 || err.code === 404) {
-        this.#log.warn("cannot watch Knative Revisions: currentReplicas stays unset (grant list and watch on revisions.serving.knative.dev; see deploy/rbac.yaml)", { error: err.message });
-        return undefined;
-      }
-      throw err;
-    }
+    if (!(await revisionsReadable(this.#client, this.namespaces, this.#log, signal))) return undefined;
     return new RevisionReplicas({ client: this.#client, namespaces: this.namespaces, logger: this.#log, watch: { ...stripParse(this.#options.watch ?? {}), clock: this.#clock } });
   }
 
@@ -310,6 +309,11 @@ export class AppK8sClient {
   /** The resume token of the current watch position. */
   token(): string {
     return this.#hub.token();
+  }
+
+  /** How often the watch loops paused a backlog to give the event loop a turn (see `sliceMs`). */
+  get loopYields(): number {
+    return this.#slice.yields;
   }
 
   /** Number of app changes held for resuming. */

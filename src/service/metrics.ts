@@ -143,6 +143,7 @@ export class ServiceMetrics {
     e.family("appwatch_app_conversion_errors_total", "counter", "KServices that could not be converted to an App.", [[{}, m.conversionErrors]]);
     e.family("appwatch_app_identity_mismatches", "gauge", "KServices whose flyte.org/project or flyte.org/domain label disagrees with their flyte.org/app-id (the App follows the app-id).", [[{}, client.identityMismatches]]);
     e.family("appwatch_revision_requests_total", "counter", "Revision GETs for currentReplicas.", [[{}, m.revisionRequests]]);
+    e.family("appwatch_watch_loop_yields_total", "counter", "Times the watch loops paused a backlog of events so sockets get written and timers run.", [[{}, client.loopYields]]);
     e.family("appwatch_resume_journal_size", "gauge", "App changes held for resuming streams.", [[{}, client.journalSize]]);
     e.family("appwatch_stream_starts_total", "counter", "Streams started, by kind (resumeFailed: a resume answered with a snapshot).", Object.entries(m.starts).map(([kind, n]) => [{ kind }, n]));
     e.family("appwatch_subscribers", "gauge", "Open subscriptions by target kind.", [...this.#subscribers].map(([target, n]) => [{ target }, n]));
