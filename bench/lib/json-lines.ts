@@ -5,6 +5,7 @@
  * @module
  */
 import type { ChildProcess } from "node:child_process";
+import process from "node:process";
 import { createInterface } from "node:readline";
 
 /** The next answer, and a command followed by its answer. */
@@ -13,11 +14,15 @@ export interface JsonLines {
   send(cmd: unknown): Promise<Record<string, unknown>>;
 }
 
-/** Reads `proc`'s stdout as JSON lines (it must be spawned with stdin and stdout piped). */
+/**
+ * Reads `proc`'s stdout as JSON lines (it must be spawned with stdin and stdout piped). A line that
+ * is not a JSON object (V8's `--trace-gc` writes to stdout) goes to this process's stderr.
+ */
 export function jsonLines(proc: ChildProcess): JsonLines {
   const queue: string[] = [];
   const waiters: ((l: string) => void)[] = [];
   createInterface({ input: proc.stdout! }).on("line", (l) => {
+    if (!l.startsWith("{")) return void process.stderr.write(l + "\n");
     const w = waiters.shift();
     if (w) w(l);
     else queue.push(l);
