@@ -8,7 +8,8 @@ import assert from "node:assert/strict";
 import { createLogger } from "../src/log.ts";
 import { startSandboxCluster } from "../src/sandbox/mod.ts";
 import { DEFAULT_SETTINGS, loadSettings, SERVE_HELP } from "../src/service/settings/mod.ts";
-import { exposureWarning, isLoopback } from "../src/service/exposure.ts";
+import { exposureWarning, isLoopback, runtimeLimitsWarning } from "../src/service/exposure.ts";
+import { runtimeName } from "../src/runtime.ts";
 import { type RunningService, startService } from "../src/service/server.ts";
 import { testSettings } from "./helpers/service.ts";
 
@@ -39,6 +40,28 @@ describe("safe defaults: loopback unless told, a loud warning beyond it without 
         const warnings = logs.map((l) => JSON.parse(l) as { level: string; msg: string; host?: string }).filter((l) => l.msg.startsWith("NO AUTH ON"));
         assert.equal(warnings.length, warned ? 1 : 0, `${host} auth=${authTokens.length > 0}: ${logs.join("\n")}`);
         if (warned) assert.deepEqual([warnings[0]!.level, warnings[0]!.host], ["warn", host]);
+      } finally {
+        await s?.stop();
+      }
+    }
+  });
+
+  test("Deno's limits (F12): said at start beyond loopback, auth or not; never on loopback or on Node and Bun", async () => {
+    assert.equal(runtimeLimitsWarning("deno", "127.0.0.1"), undefined);
+    assert.equal(runtimeLimitsWarning("deno", "::1"), undefined);
+    for (const other of ["node", "bun"]) assert.equal(runtimeLimitsWarning(other, "0.0.0.0"), undefined, other);
+    assert.match(runtimeLimitsWarning("deno", "0.0.0.0") ?? "", /^DENO LIMITS ON EVERY NETWORK INTERFACE: .*request-header timeout.*unmasked.*fragmented.*client_header_timeout.*docs\/operations\.md/);
+    assert.match(runtimeLimitsWarning("deno", "10.0.0.5") ?? "", /^DENO LIMITS ON 10\.0\.0\.5: /);
+    const onDeno = runtimeName() === "deno";
+    const runs: [string, string[], boolean][] = [["0.0.0.0", [], onDeno], ["0.0.0.0", ["a-token-of-some-length"], onDeno], ["127.0.0.1", [], false]];
+    for (const [host, authTokens, warned] of runs) {
+      const logs: string[] = [];
+      let s: RunningService | undefined;
+      try {
+        s = await startService(testSettings({ host, authTokens }), { logger: createLogger({ level: "warn", sink: (l) => logs.push(l) }), cluster: await startSandboxCluster({ demoIntervalMs: 0 }) });
+        const warnings = logs.map((l) => JSON.parse(l) as { level: string; msg: string; runtime?: string }).filter((l) => l.msg.startsWith("DENO LIMITS ON"));
+        assert.equal(warnings.length, warned ? 1 : 0, `${runtimeName()} ${host} auth=${authTokens.length > 0}: ${logs.join("\n")}`);
+        if (warned) assert.deepEqual([warnings[0]!.level, warnings[0]!.runtime], ["warn", "deno"]);
       } finally {
         await s?.stop();
       }

@@ -164,6 +164,9 @@ describe("the worker entries' start (startWorker)", () => {
       }
       const warnings = lines.filter((l) => (JSON.parse(l) as { msg: string }).msg.startsWith("NO AUTH ON"));
       assert.equal(warnings.length, warned ? 1 : 0, `${host} auth=${tokens !== ""}: ${lines.join("\n")}`);
+      // F12: on Deno, beyond loopback, its limits are said too, auth or not.
+      const limits = lines.filter((l) => (JSON.parse(l) as { msg: string }).msg.startsWith("DENO LIMITS ON"));
+      assert.equal(limits.length, adapter.runtime === "deno" && host !== "127.0.0.1" ? 1 : 0, `${adapter.runtime} ${host}: ${lines.join("\n")}`);
     }
   });
 

@@ -12,7 +12,7 @@ import type { Logger } from "../log.ts";
 import { adapterOptions, type ClusterSource, compose } from "./compose.ts";
 import type { AppwatchApp } from "./app.ts";
 import { type ListeningServer, loadAdapter } from "./adapters/types.ts";
-import { exposureWarning } from "./exposure.ts";
+import { exposureWarning, runtimeLimitsWarning } from "./exposure.ts";
 import { FALLBACK_NAMESPACE, type ServiceSettings } from "./settings/mod.ts";
 
 /** The settings `startService` needs, derived from the settings table (`settings.ts`; `config.ts` reads them). */
@@ -103,6 +103,8 @@ export async function startService<C extends ClusterSource>(
     });
     const exposed = exposureWarning(settings.host, settings.authTokens.length > 0);
     if (exposed) log.warn(exposed, { host: settings.host, port: server.port });
+    const limits = runtimeLimitsWarning(adapter.runtime, settings.host);
+    if (limits) log.warn(limits, { host: settings.host, port: server.port, runtime: adapter.runtime });
     return {
       url: server.url,
       port: server.port,

@@ -15,7 +15,7 @@
 import { ClusterChoiceError, type OpenedCluster, openCluster } from "../cli.ts";
 import { createLogger, type Logger } from "../log.ts";
 import type { AdapterOptions } from "../service/adapters/types.ts";
-import { exposureWarning } from "../service/exposure.ts";
+import { exposureWarning, runtimeLimitsWarning } from "../service/exposure.ts";
 import { ConfigError, describeSettings, type LoadedSettings, loadSettings, type ServiceSettings } from "../service/settings/mod.ts";
 import { adapterOptions, type ClusterSource, compose, type ComposeRuntime, type Composition } from "../service/compose.ts";
 
@@ -41,7 +41,7 @@ export interface Worker<R extends ComposeRuntime> {
   readonly logger: Logger;
   /** The listen address set by the configuration (env or file), if any; else the runtime's default applies. */
   readonly address: { port?: number; hostname?: string };
-  /** Logs where the runtime listens (Deno's `onListen`), and warns when that is beyond loopback without auth. */
+  /** Logs where the runtime listens (Deno's `onListen`), and warns when that is beyond loopback without auth (and, on Deno, with its limits). */
   listening(url: string, hostname: string): void;
   /** Warns when `hostname` is beyond loopback and auth is off (Bun, which logs no listening line of ours, calls it). */
   checkExposure(hostname: string): void;
@@ -103,6 +103,8 @@ export async function startWorker<R extends ComposeRuntime>(io: WorkerIo<R>): Pr
   const checkExposure = (hostname: string) => {
     const exposed = exposureWarning(hostname, settings.authTokens.length > 0);
     if (exposed) logger.warn(exposed, { entry: io.entry, host: hostname });
+    const limits = runtimeLimitsWarning(runtime.runtime, hostname);
+    if (limits) logger.warn(limits, { entry: io.entry, host: hostname, runtime: runtime.runtime });
   };
   return {
     composition,
