@@ -35,6 +35,7 @@ if (!kubeconfig || !namespace) throw new Error("usage: latency/appwatch.ts <kube
 
 // The read probe: write → arrival of the chunk at the watch body's reader, per `bench t=` in it.
 let reads: number[] = [];
+let chunks: number[] = []; // events per chunk, of the chunks that carried any
 const readProbe = process.env.BENCH_READ_PROBE === "1";
 async function cluster() {
   if (!readProbe) return await connectCluster({ kubeconfig, namespaces: [namespace!] });
@@ -43,10 +44,12 @@ async function cluster() {
   const scan = (chunk: Uint8Array) => {
     const at = performance.timeOrigin + performance.now();
     const s = text.decode(chunk);
+    let n = 0;
     for (let i = s.indexOf("bench t="); i >= 0; i = s.indexOf("bench t=", i + 8)) {
       const t = Number(s.slice(i + 8, s.indexOf(" ", i + 8)));
-      if (Number.isFinite(t)) reads.push(at - t / 1000);
+      if (Number.isFinite(t)) reads.push(at - t / 1000), n++;
     }
+    if (n > 0) chunks.push(n);
   };
   const probed = (body: ReadableStream<Uint8Array>) => ({
     getReader() {
@@ -155,9 +158,10 @@ createInterface({ input: process.stdin }).on("line", (line) => {
   if (!line.includes("probe")) return;
   const loop = loopDelay && loopDelay.count > 0 ? { loopP99: loopDelay.percentile(99) / 1e6, loopMax: loopDelay.max / 1e6 } : { loopP99: null, loopMax: null };
   const gcs = { gcCount: gc.length, gcMs: gc.reduce((a, b) => a + b, 0), gcMax: gc.length ? Math.max(...gc) : null };
-  process.stdout.write(JSON.stringify({ probe: { n: probe.length, p50: pct(probe, 50), p99: pct(probe, 99), ...loop, ...gcs, ...(stallProbe ? { stallMs: stall.ms, stallCpuMs: stall.cpuMs } : {}), ...(readProbe ? { readN: reads.length, readP50: pct(reads, 50), readP99: pct(reads, 99) } : {}) } }) + "\n");
+  process.stdout.write(JSON.stringify({ probe: { n: probe.length, p50: pct(probe, 50), p99: pct(probe, 99), ...loop, ...gcs, ...(stallProbe ? { stallMs: stall.ms, stallCpuMs: stall.cpuMs } : {}), ...(readProbe ? { readN: reads.length, readP50: pct(reads, 50), readP99: pct(reads, 99), readChunks: chunks.length, eventsPerChunkP99: pct(chunks, 99), eventsPerChunkMax: chunks.length ? Math.max(...chunks) : null } : {}) } }) + "\n");
   probe = [];
   reads = [];
+  chunks = [];
   if (stallProbe) stall = { ms: 0, cpuMs: 0 };
   gc = [];
   loopDelay?.reset();

@@ -120,14 +120,15 @@ interface Child {
   stop(): Promise<void>;
 }
 
-/** BENCH_B6_CPU_PROF_DIR: a V8 CPU profile of every contender process on Node and Deno (`--cpu-prof`, written at its exit). */
+/** BENCH_B6_CPU_PROF_DIR: a V8 CPU profile of every contender process on Node and Deno (`--cpu-prof`, written at its exit); with BENCH_B6_PROF_SOURCE=1 also of the sandbox source. */
 const PROF_DIR = process.env.BENCH_B6_CPU_PROF_DIR;
 /** BENCH_B6_NODE_FLAGS: more V8/Node flags for every Node contender, space-separated (e.g. `--trace-gc`, to its stderr). */
 const NODE_FLAGS = process.env.BENCH_B6_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [];
 
 function command(runtime: "node" | "deno" | "bun", script: string, args: string[]): [string, string[]] {
   // --cpu-prof where the runtime takes it (Node, Deno); Bun runs unprofiled.
-  const prof = PROF_DIR && script.startsWith("bench/latency/") && runtime !== "bun" ? ["--cpu-prof", `--cpu-prof-dir=${PROF_DIR}`] : [];
+  const profiled = script.startsWith("bench/latency/") || (process.env.BENCH_B6_PROF_SOURCE === "1" && script === "bench/lib/apiserver.ts");
+  const prof = PROF_DIR && profiled && runtime !== "bun" ? ["--cpu-prof", `--cpu-prof-dir=${PROF_DIR}`] : [];
   if (runtime === "node" && script.startsWith("bench/latency/")) prof.push(...NODE_FLAGS);
   return runtimeCommand(runtime, script, args, prof, script === "bench/latency/appwatch.ts");
 }
@@ -366,6 +367,9 @@ interface Cell {
   /** With BENCH_READ_PROBE=1: write → the event's chunk at appwatch's watch reader (upstream of appwatch). */
   readP50?: number | null;
   readP99?: number | null;
+  readChunks?: number;
+  eventsPerChunkP99?: number | null;
+  eventsPerChunkMax?: number | null;
   contenderCpuCores: number;
   loadCpuCores: number;
   sourceCpuCores: number;
@@ -404,7 +408,7 @@ async function cell(src: Source, runtime: string, contender: "appwatch" | "relay
   const sourceCpu = src.cpuSeconds() - s0;
   const driverCpu = cpuOf("self") - d0;
   const busy = machineBusySeconds() - busy0;
-  const probe = contender === "appwatch" ? (await proc.send({ probe: {} })).probe as { n: number; p50: number | null; p99: number | null; loopP99?: number | null; loopMax?: number | null; gcCount?: number; gcMs?: number; gcMax?: number | null; stallMs?: number; stallCpuMs?: number; readP50?: number | null; readP99?: number | null } : undefined;
+  const probe = contender === "appwatch" ? (await proc.send({ probe: {} })).probe as { n: number; p50: number | null; p99: number | null; loopP99?: number | null; loopMax?: number | null; gcCount?: number; gcMs?: number; gcMax?: number | null; stallMs?: number; stallCpuMs?: number; readP50?: number | null; readP99?: number | null; readChunks?: number; eventsPerChunkP99?: number | null; eventsPerChunkMax?: number | null } : undefined;
   await load.send({ close: { keep: 0, group: g } });
   const c: Cell = {
     source: src.name,
@@ -433,7 +437,7 @@ async function cell(src: Source, runtime: string, contender: "appwatch" | "relay
     p99: rep0.latencyMs.p99 ?? NaN,
     p999: rep0.latencyMs.p999 ?? NaN,
     maxMs: rep0.latencyMs.max ?? NaN,
-    ...(probe ? { watchP50: probe.p50 ?? NaN, watchP99: probe.p99 ?? NaN, watchSamples: probe.n, loopP99: probe.loopP99 ?? null, loopMax: probe.loopMax ?? null, gcCount: probe.gcCount ?? 0, gcMs: probe.gcMs ?? 0, gcMax: probe.gcMax ?? null, stallMs: probe.stallMs ?? null, stallCpuMs: probe.stallCpuMs ?? null, ...(probe.readP99 !== undefined ? { readP50: probe.readP50 ?? null, readP99: probe.readP99 ?? null } : {}) } : {}),
+    ...(probe ? { watchP50: probe.p50 ?? NaN, watchP99: probe.p99 ?? NaN, watchSamples: probe.n, loopP99: probe.loopP99 ?? null, loopMax: probe.loopMax ?? null, gcCount: probe.gcCount ?? 0, gcMs: probe.gcMs ?? 0, gcMax: probe.gcMax ?? null, stallMs: probe.stallMs ?? null, stallCpuMs: probe.stallCpuMs ?? null, ...(probe.readP99 !== undefined ? { readP50: probe.readP50 ?? null, readP99: probe.readP99 ?? null, readChunks: probe.readChunks ?? 0, eventsPerChunkP99: probe.eventsPerChunkP99 ?? null, eventsPerChunkMax: probe.eventsPerChunkMax ?? null } : {}) } : {}),
     contenderCpuCores: contenderCpu / wall,
     loadCpuCores: loadCpu / wall,
     sourceCpuCores: sourceCpu / wall,
@@ -442,7 +446,7 @@ async function cell(src: Source, runtime: string, contender: "appwatch" | "relay
     loadavg1Before,
   };
   console.error(
-    `  ${warmup === undefined ? "" : "(warm-up, discarded) "}${src.name} ${runtime} ${contender.padEnd(8)} ${transport.padEnd(7)} ${String(rate).padStart(4)}/s: p50 ${c.p50.toFixed(2)} ms, p99 ${c.p99.toFixed(2)} ms, max ${c.maxMs.toFixed(1)} ms${c.watchP50 !== undefined ? ` (watch path p50 ${c.watchP50.toFixed(2)} p99 ${c.watchP99!.toFixed(2)} ms; loop max ${c.loopMax?.toFixed(1) ?? "–"} ms; GC ${c.gcCount} × ${c.gcMs?.toFixed(0)} ms, max ${c.gcMax?.toFixed(1) ?? "–"}; longest tick gap ${c.stallMs?.toFixed(0) ?? "–"} ms with ${c.stallCpuMs?.toFixed(0) ?? "–"} ms CPU${c.readP99 != null ? `; read p50 ${c.readP50?.toFixed(2)} p99 ${c.readP99.toFixed(2)} ms` : ""})` : ""}; ` +
+    `  ${warmup === undefined ? "" : "(warm-up, discarded) "}${src.name} ${runtime} ${contender.padEnd(8)} ${transport.padEnd(7)} ${String(rate).padStart(4)}/s: p50 ${c.p50.toFixed(2)} ms, p99 ${c.p99.toFixed(2)} ms, max ${c.maxMs.toFixed(1)} ms${c.watchP50 !== undefined ? ` (watch path p50 ${c.watchP50.toFixed(2)} p99 ${c.watchP99!.toFixed(2)} ms; loop max ${c.loopMax?.toFixed(1) ?? "–"} ms; GC ${c.gcCount} × ${c.gcMs?.toFixed(0)} ms, max ${c.gcMax?.toFixed(1) ?? "–"}; longest tick gap ${c.stallMs?.toFixed(0) ?? "–"} ms with ${c.stallCpuMs?.toFixed(0) ?? "–"} ms CPU${c.readP99 != null ? `; read p50 ${c.readP50?.toFixed(2)} p99 ${c.readP99.toFixed(2)} ms in ${c.readChunks} chunks, events per chunk p99 ${c.eventsPerChunkP99} max ${c.eventsPerChunkMax}` : ""})` : ""}; ` +
       `${c.received}/${c.expected} received (lost ${c.lost}), ${Math.round(c.achievedRate)} writes/s${c.writesFailed ? ` (${c.writesFailed} failed)` : ""}; CPU contender ${c.contenderCpuCores.toFixed(2)}, load ${c.loadCpuCores.toFixed(2)}, source ${c.sourceCpuCores.toFixed(2)}, driver ${c.driverCpuCores.toFixed(2)}, other ${c.otherCpuCores.toFixed(2)} cores`,
   );
   return c;

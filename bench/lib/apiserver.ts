@@ -81,6 +81,8 @@ async function drive(rate: number, seconds: number): Promise<Record<string, unkn
 const say = (o: unknown) => process.stdout.write(JSON.stringify(o) + "\n");
 say({ ready: { url: sb.url, namespace: NS, apps } });
 
+// An exit, not the default kill, on SIGTERM: a `--cpu-prof` profile is written at exit.
+process.on("SIGTERM", () => process.exit(0));
 const rl = createInterface({ input: process.stdin });
 for await (const line of rl) {
   if (!line.trim()) continue;
