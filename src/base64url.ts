@@ -14,10 +14,20 @@
  * ```
  */
 export function textToBase64Url(text: string): string {
-  let bin = "";
-  for (const b of new TextEncoder().encode(text)) bin += String.fromCharCode(b);
-  return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  // ASCII text is its own UTF-8 "binary string" (every resume token is, unless a cluster's name is
+  // not): `btoa` takes it as it is, with no byte loop. A token is made per published change.
+  let bin = text;
+  if (!ASCII.test(text)) {
+    bin = "";
+    for (const b of encoder.encode(text)) bin += String.fromCharCode(b);
+  }
+  return btoa(bin).replace(BASE64_ONLY, toUrlAlphabet);
 }
+
+const ASCII = /^[\x00-\x7f]*$/;
+const encoder = new TextEncoder();
+const BASE64_ONLY = /[+/=]/g;
+const toUrlAlphabet = (c: string): string => c === "+" ? "-" : c === "/" ? "_" : "";
 
 /** The text {@link textToBase64Url} made; `undefined` for anything else (other alphabets, padding, bad UTF-8). */
 export function base64UrlToText(token: string): string | undefined {
