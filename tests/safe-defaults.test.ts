@@ -33,16 +33,9 @@ describe("safe defaults: loopback unless told, a loud warning beyond it without 
   test("startService warns when it listens beyond loopback without auth, and only then", async () => {
     const runs: [string, string[], boolean][] = [["0.0.0.0", [], true], ["127.0.0.1", [], false], ["0.0.0.0", ["a-token-of-some-length"], false]];
     for (const [host, authTokens, warned] of runs) {
-      const logs: string[] = [];
-      let s: RunningService | undefined;
-      try {
-        s = await startService(testSettings({ host, authTokens }), { logger: createLogger({ level: "warn", sink: (l) => logs.push(l) }), cluster: await startSandboxCluster({ demoIntervalMs: 0 }) });
-        const warnings = logs.map((l) => JSON.parse(l) as { level: string; msg: string; host?: string }).filter((l) => l.msg.startsWith("NO AUTH ON"));
-        assert.equal(warnings.length, warned ? 1 : 0, `${host} auth=${authTokens.length > 0}: ${logs.join("\n")}`);
-        if (warned) assert.deepEqual([warnings[0]!.level, warnings[0]!.host], ["warn", host]);
-      } finally {
-        await s?.stop();
-      }
+      const { warnings, logs } = await startWarnings(host, authTokens, "NO AUTH ON");
+      assert.equal(warnings.length, warned ? 1 : 0, `${host} auth=${authTokens.length > 0}: ${logs.join("\n")}`);
+      if (warned) assert.deepEqual([warnings[0]!.level, warnings[0]!.host], ["warn", host]);
     }
   });
 
@@ -55,16 +48,22 @@ describe("safe defaults: loopback unless told, a loud warning beyond it without 
     const onDeno = runtimeName() === "deno";
     const runs: [string, string[], boolean][] = [["0.0.0.0", [], onDeno], ["0.0.0.0", ["a-token-of-some-length"], onDeno], ["127.0.0.1", [], false]];
     for (const [host, authTokens, warned] of runs) {
-      const logs: string[] = [];
-      let s: RunningService | undefined;
-      try {
-        s = await startService(testSettings({ host, authTokens }), { logger: createLogger({ level: "warn", sink: (l) => logs.push(l) }), cluster: await startSandboxCluster({ demoIntervalMs: 0 }) });
-        const warnings = logs.map((l) => JSON.parse(l) as { level: string; msg: string; runtime?: string }).filter((l) => l.msg.startsWith("DENO LIMITS ON"));
-        assert.equal(warnings.length, warned ? 1 : 0, `${runtimeName()} ${host} auth=${authTokens.length > 0}: ${logs.join("\n")}`);
-        if (warned) assert.deepEqual([warnings[0]!.level, warnings[0]!.runtime], ["warn", "deno"]);
-      } finally {
-        await s?.stop();
-      }
+      const { warnings, logs } = await startWarnings(host, authTokens, "DENO LIMITS ON");
+      assert.equal(warnings.length, warned ? 1 : 0, `${runtimeName()} ${host} auth=${authTokens.length > 0}: ${logs.join("\n")}`);
+      if (warned) assert.deepEqual([warnings[0]!.level, warnings[0]!.runtime], ["warn", "deno"]);
     }
   });
 });
+
+/** Starts the service on `host` (with `authTokens`) over a sandbox, stops it, and gives its start-up log and the warnings whose message starts with `prefix`. */
+async function startWarnings(host: string, authTokens: string[], prefix: string) {
+  const logs: string[] = [];
+  let s: RunningService | undefined;
+  try {
+    s = await startService(testSettings({ host, authTokens }), { logger: createLogger({ level: "warn", sink: (l) => logs.push(l) }), cluster: await startSandboxCluster({ demoIntervalMs: 0 }) });
+  } finally {
+    await s?.stop();
+  }
+  const warnings = logs.map((l) => JSON.parse(l) as { level: string; msg: string; host?: string; runtime?: string }).filter((l) => l.msg.startsWith(prefix));
+  return { warnings, logs };
+}
