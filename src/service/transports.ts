@@ -149,7 +149,7 @@ class WsStream implements StreamSink, Closable {
   }
 
   full(): boolean {
-    return this.#socket!.bufferedAmount() > this.#t.limits.highWaterMark;
+    return this.#socket!.above(this.#t.limits.highWaterMark);
   }
 
   drained(signal: AbortSignal): Promise<void> {

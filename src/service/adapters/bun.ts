@@ -42,8 +42,8 @@ class BunSink implements SocketSink {
     const raw = this.#raw;
     return raw.readyState !== 1 ? "closed" : raw.send(text) === 0 ? "dropped" : "ok";
   }
-  bufferedAmount(): number {
-    return this.#raw.getBufferedAmount();
+  above(bytes: number): boolean {
+    return this.#raw.getBufferedAmount() > bytes;
   }
   drained(below: number, signal: AbortSignal): Promise<void> {
     const raw = this.#raw;

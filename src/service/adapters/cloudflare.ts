@@ -91,7 +91,7 @@ function socket(ws: WSContext<unknown>): SocketSink {
         return "closed"; // closed between the check and the send
       }
     },
-    bufferedAmount: buffered,
+    above: (bytes) => buffered() > bytes,
     async drained(below, signal) {
       while (buffered() > below && open() && !signal.aborted) await new Promise((r) => setTimeout(r, DRAIN_POLL_MS));
     },

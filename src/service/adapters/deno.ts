@@ -18,7 +18,8 @@
 import { getConnInfo } from "hono/deno";
 import { defineWebSocketHelper, type UpgradeWebSocket, type WSContext, type WSEvents } from "hono/ws";
 import { SocketContext } from "./ws-context.ts";
-import { type AdapterOptions, DRAIN_POLL_MS, type ServerAdapter, type SocketSink, urlHost } from "./types.ts";
+import { DenoSocket } from "./deno-socket.ts";
+import { type AdapterOptions, type ServerAdapter, urlHost } from "./types.ts";
 
 type Events = WSEvents<unknown>;
 /** A socket's Hono side, kept on the socket itself (the handlers are shared). */
@@ -83,22 +84,3 @@ function onEvent(this: Tagged, evt: Event): void {
   else events.onError?.(evt, ctx);
 }
 
-/** One Deno `WebSocket` as a {@link SocketSink}: one object, no closures. */
-class DenoSocket implements SocketSink {
-  readonly #raw: WebSocket;
-  constructor(raw: WebSocket) {
-    this.#raw = raw;
-  }
-  send(text: string): "ok" | "closed" {
-    if (this.#raw.readyState !== 1) return "closed";
-    this.#raw.send(text);
-    return "ok";
-  }
-  bufferedAmount(): number {
-    return this.#raw.bufferedAmount;
-  }
-  async drained(below: number, signal: AbortSignal): Promise<void> {
-    // A poll of at most 10 ms; an abort is seen at the next one.
-    while (this.#raw.bufferedAmount > below && this.#raw.readyState === 1 && !signal.aborted) await new Promise((r) => setTimeout(r, DRAIN_POLL_MS));
-  }
-}

@@ -288,8 +288,8 @@ class NodeSocket implements SocketSink {
     return "ok";
   }
 
-  bufferedAmount(): number {
-    return this.#raw.bufferedAmount;
+  above(bytes: number): boolean {
+    return this.#raw.bufferedAmount > bytes;
   }
 
   drained(below: number, signal: AbortSignal): Promise<void> {

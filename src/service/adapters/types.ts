@@ -46,8 +46,12 @@ export type SendResult = "ok" | "closed" | "dropped";
 /** One open WebSocket as the service writes to it. */
 export interface SocketSink {
   send(text: string): SendResult;
-  /** Bytes queued in the runtime and not yet written to the network. */
-  bufferedAmount(): number;
+  /**
+   * More than `bytes` are queued in the runtime, not yet written to the network. Never false
+   * while more are queued (the slow-consumer rules rely on it); an adapter whose runtime charges
+   * for every read of the amount may answer from an upper bound while that bound is at most `bytes`.
+   */
+  above(bytes: number): boolean;
   /**
    * Resolves once at most `belowBytes` are queued, the socket closed, or `signal` aborted. Node
    * and Bun wake on their drain event; Deno gives none, so its adapter re-checks every 10 ms.
