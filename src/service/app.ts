@@ -287,7 +287,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
       if (slot.status === 503) c.header("Retry-After", "2");
       return errorResponse(c, slot.status, slot.code, slot.message);
     }
-    return wantsSse ? sseStream(transport, request, slot, c.req.raw.signal) : await webSocketStream({ ...transport, runtime: runtime! }, c, next, request, slot);
+    return wantsSse ? sseStream(transport, request, slot, c.req.raw.signal, runtime?.directBody?.(c)) : await webSocketStream({ ...transport, runtime: runtime! }, c, next, request, slot);
   });
 
   return {

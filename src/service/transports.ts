@@ -11,7 +11,7 @@ import * as v from "valibot";
 import type { Logger } from "../log.ts";
 import { unrefTimer } from "../runtime.ts";
 import { type Clock, realClock } from "../watch/clock.ts";
-import type { SendResult, ServerAdapter, SocketSink } from "./adapters/types.ts";
+import type { DirectBody, SendResult, ServerAdapter, SocketSink } from "./adapters/types.ts";
 import { type Frame, frameOf, pongFrame } from "./frames.ts";
 import { errorResponse } from "./errors.ts";
 import type { Closable, OpenStreams } from "./open-streams.ts";
@@ -31,7 +31,7 @@ export const CLOSE = {
 } as const;
 
 /** What the app uses of a runtime adapter (`loadAdapter()` gives all of it). */
-export type AppRuntime = Pick<ServerAdapter, "upgradeWebSocket" | "clientAddress" | "socket" | "keepAlive">;
+export type AppRuntime = Pick<ServerAdapter, "upgradeWebSocket" | "clientAddress" | "socket" | "keepAlive" | "directBody">;
 
 /** The limits the transports apply. */
 export interface TransportLimits {
@@ -180,18 +180,25 @@ class WsStream implements StreamSink, Closable {
   }
 }
 
+/** The SSE response's headers (whichever way its body is written). */
+const SSE_HEADERS = {
+  "content-type": "text/event-stream; charset=utf-8",
+  "cache-control": "no-cache, no-transform",
+  "x-accel-buffering": "no",
+} as const;
+
 /**
- * An SSE stream: the session's items as `event:`/`id:`/`data:` records; its pulls are the drain
- * signal. It ends when the body is cancelled or `gone` (the HTTP request's signal) aborts: on
- * workerd a client that leaves a Durable Object's stream only shows on `request.signal`.
+ * An SSE stream: the session's items as `event:`/`id:`/`data:` records. It ends when the client
+ * leaves or `gone` (the HTTP request's signal) aborts: on workerd a client that leaves a Durable
+ * Object's stream only shows on `request.signal`. With a {@link DirectBody} from the adapter (Node)
+ * the records go straight to the runtime's response, as WebSocket frames do; elsewhere they are a
+ * `ReadableStream` body whose pulls are the drain signal.
  */
-export function sseStream(t: Omit<TransportContext, "runtime">, request: StreamRequest, slot: Slot, gone?: AbortSignal): Response {
+export function sseStream(t: Omit<TransportContext, "runtime">, request: StreamRequest, slot: Slot, gone?: AbortSignal, direct?: DirectBody): Response {
   const { sessions, metrics, limits, streams } = t;
-  const encoder = new TextEncoder();
   let session: StreamHandle | undefined;
-  let controller!: ReadableStreamDefaultController<Uint8Array>;
   let ended = false;
-  let pulled: (() => void) | undefined;
+  let body: SseBody;
   const end = () => {
     if (ended) return;
     ended = true;
@@ -200,56 +207,90 @@ export function sseStream(t: Omit<TransportContext, "runtime">, request: StreamR
     streams.closed(shutdownHook);
     metrics.sseConnections--;
     slot.release();
-    pulled?.();
-    try {
-      controller.close();
-    } catch { /* cancelled */ }
+    body.end();
   };
   const shutdownHook: Closable = { shutdown: () => end() };
-  const stream = new ReadableStream<Uint8Array>({
-    start(ctl) {
-      controller = ctl;
-      ctl.enqueue(encoder.encode(`retry: 2000\n\n`));
-    },
-    pull() {
-      const wake = pulled;
-      pulled = undefined;
-      wake?.();
-    },
-    cancel() {
-      end();
-    },
-  }, { highWaterMark: limits.highWaterMark, size: (chunk) => chunk.byteLength });
+  let response: Response;
+  if (direct !== undefined) {
+    body = direct;
+    direct.onClose(end);
+    response = new Response(null, { headers: SSE_HEADERS });
+  } else {
+    const stream = new StreamBody(end, limits.highWaterMark);
+    body = stream;
+    response = new Response(stream.readable, { headers: SSE_HEADERS });
+  }
+  body.write(SSE_RETRY);
   const sink: StreamSink = {
     heartbeats: true,
-    send(item) {
-      if (ended) return "closed";
-      try {
-        controller.enqueue(sseBytes(frameOf(item)));
-        return "ok";
-      } catch {
-        return "closed";
-      }
-    },
-    full: () => !ended && (controller.desiredSize ?? 0) <= 0,
-    drained: (signal) =>
-      new Promise<void>((resolve) => {
-        if (ended || signal.aborted || (controller.desiredSize ?? 0) > 0) return resolve();
-        pulled = resolve;
-        signal.addEventListener("abort", () => resolve(), { once: true });
-      }),
+    send: (item) => ended || !body.write(sseBytes(frameOf(item))) ? "closed" : "ok",
+    full: () => !ended && body.above(limits.highWaterMark),
+    drained: (signal) => ended ? Promise.resolve() : body.drained(limits.highWaterMark, signal),
   };
   metrics.sseConnections++;
   streams.add(shutdownHook);
   gone?.addEventListener("abort", end, { once: true });
   session = sessions.start(slot, request, sink, end);
-  return new Response(stream, {
-    headers: {
-      "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-cache, no-transform",
-      "x-accel-buffering": "no",
-    },
-  });
+  return response;
+}
+
+/** What an SSE stream writes to: the adapter's {@link DirectBody}, or a {@link StreamBody}. */
+type SseBody = Pick<DirectBody, "write" | "above" | "drained" | "end">;
+
+/** An SSE body as a byte `ReadableStream` (runtimes without a {@link DirectBody}); its pulls are the drain signal. */
+class StreamBody implements SseBody {
+  readonly readable: ReadableStream<Uint8Array>;
+  #controller!: ReadableStreamDefaultController<Uint8Array>;
+  #pulled: (() => void) | undefined;
+  #closed = false;
+
+  constructor(cancelled: () => void, highWaterMark: number) {
+    this.readable = new ReadableStream<Uint8Array>({
+      start: (ctl) => {
+        this.#controller = ctl;
+      },
+      pull: () => this.#wake(),
+      cancel: () => cancelled(),
+    }, { highWaterMark, size: (chunk) => chunk.byteLength });
+  }
+
+  write(bytes: Uint8Array): boolean {
+    if (this.#closed) return false;
+    try {
+      this.#controller.enqueue(bytes);
+      return true;
+    } catch {
+      return false; // cancelled
+    }
+  }
+
+  /** Whether the queue is at the mark (the stream's own measure: `desiredSize` ≤ 0). */
+  above(_bytes: number): boolean {
+    return !this.#closed && (this.#controller.desiredSize ?? 0) <= 0;
+  }
+
+  drained(_below: number, signal: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve) => {
+      if (this.#closed || signal.aborted || (this.#controller.desiredSize ?? 0) > 0) return resolve();
+      this.#pulled = resolve;
+      signal.addEventListener("abort", () => resolve(), { once: true });
+    });
+  }
+
+  end(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#wake();
+    try {
+      this.#controller.close();
+    } catch { /* cancelled */ }
+  }
+
+  #wake(): void {
+    const wake = this.#pulled;
+    this.#pulled = undefined;
+    wake?.();
+  }
 }
 
 /** How long a Node upgrade (answered 200 now, 101 later) may take before its slot is given back. */
@@ -266,6 +307,8 @@ export function badHandshake(c: Context): { message: string; version?: true } | 
 /** SSE bytes per frame: an event frame is shared by all its subscribers, so it is encoded once, not per stream. */
 const sseEncoded = new WeakMap<Frame, Uint8Array>();
 const sseEncoder = new TextEncoder();
+/** The first record of every SSE stream: how long a client waits before it reconnects. */
+const SSE_RETRY = sseEncoder.encode("retry: 2000\n\n");
 
 function sseBytes(frame: Frame): Uint8Array {
   let bytes = sseEncoded.get(frame);

@@ -17,23 +17,26 @@
  * headers, body) as on Deno and Bun, so a refusal names its problem.
  * @module
  */
-import { STATUS_CODES } from "node:http";
+import { ServerResponse, STATUS_CODES } from "node:http";
 import process from "node:process";
 import type { Duplex } from "node:stream";
-import type { IncomingMessage } from "node:http";
+import type { IncomingMessage, OutgoingHttpHeaders } from "node:http";
 import { serve } from "@hono/node-server";
 import { getConnInfo } from "@hono/node-server/conninfo";
+import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { defineWebSocketHelper, type UpgradeWebSocket, type WSEvents, WSContext } from "hono/ws";
 import { type WebSocket, WebSocketServer } from "ws";
 import { Ticker } from "../ticker.ts";
 import { SocketContext } from "./ws-context.ts";
-import { type AdapterOptions, type ServerAdapter, type SocketSink, urlHost } from "./types.ts";
+import { type AdapterOptions, type DirectBody, type ServerAdapter, type SocketSink, urlHost } from "./types.ts";
 
 /** Set on an upgrade request's env by {@link upgradeWebSocket}: the app accepted it as a WebSocket with these events. */
 const ACCEPTED = Symbol("appwatch.ws-accepted");
+/** Set on a request's env by the adapter's `directBody`: the body to open once the app's `Response` is known. */
+const DIRECT = Symbol("appwatch.direct-body");
 type Events = WSEvents<unknown>;
 /** The env of a request from the `upgrade` event (node-server's request handler sets `outgoing` too). */
-type Env = { incoming?: { socket?: Duplex; method?: string }; outgoing?: unknown; [ACCEPTED]?: Events };
+type Env = { incoming?: { socket?: Duplex; method?: string }; outgoing?: unknown; [ACCEPTED]?: Events; [DIRECT]?: NodeBody };
 
 /**
  * Hono's `upgradeWebSocket` for this adapter: on a request from the `upgrade` event it only notes
@@ -58,6 +61,13 @@ export function createAdapter({ maxPayloadBytes }: Required<AdapterOptions>): Se
     upgradeWebSocket,
     clientAddress: (c) => getConnInfo(c).remote.address,
     socket: (ws) => new NodeSocket(ws.raw as WsSocket, writer),
+    directBody(c) {
+      const env = c.env as Env | undefined;
+      const out = env?.outgoing;
+      // HTTP/1.1 responses only (node-server's HTTP/2 response has no cork): others stream as before.
+      if (env === undefined || !(out instanceof ServerResponse) || env[DIRECT] !== undefined) return undefined;
+      return env[DIRECT] = new NodeBody(out, writer);
+    },
     keepAlive(ws, everyMs) {
       let ticker = tickers.get(everyMs);
       if (!ticker) tickers.set(everyMs, (ticker = new Ticker(everyMs)));
@@ -68,7 +78,11 @@ export function createAdapter({ maxPayloadBytes }: Required<AdapterOptions>): Se
       return new Promise((resolve, reject) => {
         const fetch = async (req: Request, env: Env) => {
           const own = withMethod(req, env?.incoming?.method);
-          return own ? await handler(own, env) : notFound();
+          const res = own ? await handler(own, env) : notFound();
+          const direct = env?.[DIRECT];
+          // A direct body goes out with the status and headers the app's middleware settled on.
+          // (node-server's own marker: a Response made here would be its light Response, which it writes as is.)
+          return direct !== undefined && direct.open(res) ? RESPONSE_ALREADY_SENT : res;
         };
         // Header deadline: Node's default is 60 s, checked every 30 s (a half-sent request lived ~90 s).
         const serverOptions = { headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1000 };
@@ -240,7 +254,7 @@ interface WsSocket {
 export class SocketWriter {
   #text: string | undefined;
   #bytes: Buffer = Buffer.alloc(0);
-  #corked: Duplex[] = [];
+  #corked: Corkable[] = [];
   readonly #uncork = () => {
     const corked = this.#corked;
     this.#corked = [];
@@ -256,13 +270,123 @@ export class SocketWriter {
     return this.#bytes;
   }
 
-  /** Corks `tcp` until the end of this turn (once per turn and socket). */
-  cork(tcp: Duplex): void {
+  /** Corks `tcp` (a TCP socket, or an HTTP response over one) until the end of this turn (once per turn and socket). */
+  cork(tcp: Corkable): void {
     if (tcp.writableCorked > 0) return; // corked by us already (ws's own corks never outlive its send)
     if (this.#corked.length === 0) process.nextTick(this.#uncork);
     tcp.cork();
     this.#corked.push(tcp);
   }
+}
+
+/** What {@link SocketWriter.cork} needs: a TCP socket, or an HTTP response (which corks its socket). */
+type Corkable = Pick<Duplex, "writableCorked" | "cork" | "uncork">;
+
+/**
+ * An SSE body on Node's `ServerResponse` (see {@link DirectBody}): written as the WebSocket frames
+ * are, corked for the turn, with the socket's own backpressure. Until {@link open} has the app's
+ * status and headers, writes are held.
+ */
+class NodeBody implements DirectBody {
+  readonly #out: ServerResponse;
+  readonly #writer: SocketWriter;
+  /** Written before the head (the first frames of a stream): sent right after it. */
+  #held: Uint8Array[] | undefined = [];
+  #heldBytes = 0;
+  #closed = false;
+  /** `end()` came before the head: end right after it. */
+  #endAfterOpen = false;
+  #onClose: (() => void) | undefined;
+
+  constructor(out: ServerResponse, writer: SocketWriter) {
+    this.#out = out;
+    this.#writer = writer;
+    out.once("close", () => this.#close());
+  }
+
+  /**
+   * Sends the head from the app's `res`, then what was held. False (and this body is closed) when
+   * `res` is not the bodiless answer of the handler that asked for it: `res` goes out instead.
+   */
+  open(res: Response): boolean {
+    const held = this.#held;
+    if (held === undefined || this.#closed) return false;
+    this.#held = undefined;
+    if (res.body !== null || res.status < 200 || res.status === 204 || res.status === 304) {
+      this.#close();
+      return false;
+    }
+    const out = this.#out;
+    out.writeHead(res.status, outgoingHeaders(res.headers));
+    out.flushHeaders(); // the client sees the stream open now, not with its first event
+    for (const bytes of held) this.write(bytes);
+    if (this.#endAfterOpen) out.end();
+    return true;
+  }
+
+  write(bytes: Uint8Array): boolean {
+    if (this.#closed) return false;
+    if (this.#held !== undefined) {
+      this.#held.push(bytes);
+      this.#heldBytes += bytes.byteLength;
+      return true;
+    }
+    this.#writer.cork(this.#out);
+    this.#out.write(bytes);
+    return true;
+  }
+
+  above(bytes: number): boolean {
+    return (this.#held !== undefined ? this.#heldBytes : this.#out.writableLength) > bytes;
+  }
+
+  drained(below: number, signal: AbortSignal): Promise<void> {
+    const out = this.#out;
+    return new Promise<void>((resolve) => {
+      const check = () => {
+        if (!this.#closed && this.above(below) && !signal.aborted) return;
+        out.off("drain", check);
+        out.off("close", check);
+        signal.removeEventListener("abort", check);
+        resolve();
+      };
+      out.on("drain", check);
+      out.once("close", check);
+      signal.addEventListener("abort", check);
+      check();
+    });
+  }
+
+  onClose(fn: () => void): void {
+    if (this.#closed) return fn();
+    this.#onClose = fn;
+  }
+
+  end(): void {
+    if (this.#closed) return;
+    if (this.#held !== undefined) this.#endAfterOpen = true; // what was written still goes out, after the head
+    else this.#out.end();
+  }
+
+  #close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#held = undefined;
+    const fn = this.#onClose;
+    this.#onClose = undefined;
+    fn?.();
+  }
+}
+
+/** A fetch `Headers` as Node's (several `set-cookie` stay several). */
+function outgoingHeaders(headers: Headers): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  headers.forEach((value, key) => {
+    if (key !== "set-cookie") out[key] = value;
+  });
+  const cookies = headers.getSetCookie();
+  if (cookies.length > 0) out["set-cookie"] = cookies;
+  return out;
 }
 
 /** `ws.send`'s options for a text frame from bytes (`ws` copies them: one object serves every send). */

@@ -59,6 +59,24 @@ export interface SocketSink {
   drained(belowBytes: number, signal: AbortSignal): Promise<void>;
 }
 
+/**
+ * A streamed response body written straight to the runtime's own response (Node: the
+ * `ServerResponse`, with no web `ReadableStream` and no read promise per write), for SSE. The
+ * handler that asked for it returns a bodiless `Response` whose status and headers (after every
+ * middleware) are the ones sent; what it writes before that is held and sent after the head.
+ */
+export interface DirectBody {
+  /** Queues `bytes` (on Node corked until the turn ends, like WebSocket frames); false once closed. */
+  write(bytes: Uint8Array): boolean;
+  /** More than `bytes` are queued in the runtime, not yet written to the network. */
+  above(bytes: number): boolean;
+  /** Resolves once at most `belowBytes` are queued, the body closed, or `signal` aborted. */
+  drained(belowBytes: number, signal: AbortSignal): Promise<void>;
+  /** `fn` runs once when the client leaves or the body ends. */
+  onClose(fn: () => void): void;
+  end(): void;
+}
+
 /** One runtime's server plumbing. */
 export interface ServerAdapter {
   readonly runtime: RuntimeName;
@@ -77,6 +95,11 @@ export interface ServerAdapter {
    * pings by itself.
    */
   keepAlive(ws: WSContext<unknown>, everyMs: number): void;
+  /**
+   * A {@link DirectBody} for the response to `c`, where the runtime's server can take one (Node);
+   * undefined elsewhere: the caller streams a `ReadableStream` body.
+   */
+  directBody?(c: Context): DirectBody | undefined;
   listen(fetch: FetchHandler, options: ListenOptions): Promise<ListeningServer>;
 }
 
