@@ -13,7 +13,7 @@ import { encodeEnvelope } from "@connectrpc/connect/protocol";
 import { createLogger } from "../src/log.ts";
 import { startSandboxCluster } from "../src/sandbox/mod.ts";
 import { compose } from "../src/service/compose.ts";
-import { ksvc, ksvcName, statusWithMessage, testSettings, waitFor } from "./helpers/service.ts";
+import { ksvc, ksvcName, statusWithMessage, testSettings, untilHub, waitFor } from "./helpers/service.ts";
 
 const APPS = 64;
 const PAD = 8 << 10; // 8 KiB per App: a 512 KiB snapshot
@@ -46,7 +46,7 @@ describe("--stream-buffer-bytes bounds what a body holds for a client that does 
             cluster.sandbox.updateStatus("services", "flyte", ksvcName("big", "dev", `app-${i}`), statusWithMessage(`pad ${"p".repeat(PAD)}`));
           }
           const hub = async () => (await s.apps.list("big", "dev").catch(() => ({ apps: [] }))).apps.length;
-          for (let n = await hub(); n < APPS; n = await hub()) await new Promise((r) => setTimeout(r, 10));
+          await untilHub(s.apps, async () => (await hub()) >= APPS, "the hub to hold every big app");
 
           const res = await open((r) => s.fetch(r));
           if (res.status !== 200) assert.fail(`${res.status}: ${await res.text()} ${logs.join("\n")}`);

@@ -11,7 +11,7 @@ import { connectCluster, startService, type RunningService } from "../src/servic
 import { createLogger } from "../src/log.ts";
 import { seedDemo } from "../src/sandbox/mod.ts";
 import { startRestartableSandbox, writeKubeconfig } from "./helpers/restartable-sandbox.ts";
-import { http, type Json, ksvc, ksvcName, metric, SseClient, startTestService, statusWithMessage, testSettings, within, WsClient } from "./helpers/service.ts";
+import { http, type Json, ksvc, ksvcName, metric, SseClient, startTestService, statusWithMessage, testSettings, untilHub, within, WsClient } from "./helpers/service.ts";
 
 const quiet = () => createLogger({ level: "error", sink: () => {} });
 
@@ -202,9 +202,7 @@ describe("streams a client can trust", () => {
       const id = { project: "trust", domain: "dev", name: "resumable" };
       const before = s.apps.journalSize;
       s.sb.create("services", ksvc(id.project, id.domain, id.name));
-      await within((async () => {
-        while (s.apps.journalSize < before + 1) await new Promise((r) => setTimeout(r, 10));
-      })(), "the service to see the app");
+      await untilHub(s.apps, () => s.apps.journalSize >= before + 1, "the service to see the app");
       const first = await connectWatch(s.url, { appId: id });
       assert.equal(first.headers.get("appwatch-start"), "snapshot");
       const token = first.headers.get("appwatch-resume");
@@ -217,9 +215,7 @@ describe("streams a client can trust", () => {
       // changes while the client is away
       s.sb.updateStatus("services", "flyte", ksvcName(id.project, id.domain, id.name), statusWithMessage("while away 1"));
       s.sb.updateStatus("services", "flyte", ksvcName(id.project, id.domain, id.name), statusWithMessage("while away 2"));
-      await within((async () => {
-        while (s.apps.journalSize < before + 3) await new Promise((r) => setTimeout(r, 10));
-      })(), "the service to journal both changes");
+      await untilHub(s.apps, () => s.apps.journalSize >= before + 3, "the service to journal both changes");
 
       const again = await connectWatch(s.url, { appId: id }, { "appwatch-resume": token! });
       assert.equal(again.headers.get("appwatch-start"), "resumed");

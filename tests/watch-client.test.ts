@@ -18,7 +18,7 @@ import { startSandbox, startSandboxCluster } from "../src/sandbox/mod.ts";
 import { connectCluster, type RunningService, type ServiceSettings, startService } from "../src/service/server.ts";
 import type { KubeObject } from "../src/watch/types.ts";
 import { waitFor } from "./helpers/run.ts";
-import { testSettings } from "./helpers/service.ts";
+import { testSettings, untilHub } from "./helpers/service.ts";
 
 const TIME = /^\d\d:\d\d:\d\d /;
 
@@ -149,7 +149,7 @@ describe("appwatch watch (against a real service)", () => {
       sb.create("services", ksvc("other", "development", "elsewhere"));
       // Both changes must be in the service's journal before the client comes back: else the
       // resume replays nothing and the create arrives live, after the synced marker.
-      for (let i = 0; i < 500 && service.apps.metrics.events.create < created + 2; i++) await new Promise((r) => setTimeout(r, 10));
+      await untilHub(service.apps, () => service.apps.metrics.events.create >= created + 2, "the service to see both creates");
       assert.equal(service.apps.metrics.events.create, created + 2, "the service saw both creates");
       const b = client({ url: service.url, resume: token, project: "llm", domain: "development" });
       try {

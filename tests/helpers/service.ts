@@ -373,6 +373,47 @@ export async function within<T>(p: Promise<T>, what: string, timeoutMs = 10_000)
   }
 }
 
+/** What {@link untilHub} needs of the service's app client (`TestService.apps`). */
+interface HubSubscriber {
+  subscribe(target: ""): AsyncIterable<unknown> & { close(): void; readonly pending: number };
+}
+
+/**
+ * Waits until `holds()` (journal size, event counters, the apps the hub shows), re-checked each time
+ * the hub publishes an app change: a subscription of its own is the signal, since the hub moves its
+ * journal, counters and shown apps in the same step as it pushes to subscribers. The subscription is
+ * made before the first check, so a change between a check and the wait is not missed. Fails after
+ * `timeoutMs` (against hangs, not a timing assertion).
+ */
+export async function untilHub(apps: HubSubscriber, holds: () => boolean | Promise<boolean>, what: string | (() => string), timeoutMs = 10_000): Promise<void> {
+  let sub = apps.subscribe("");
+  let finished = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${typeof what === "string" ? what : what()}`)), timeoutMs)));
+  try {
+    await Promise.race([
+      (async () => {
+        let it = sub[Symbol.asyncIterator]();
+        while (!(await holds())) {
+          let end = (await it.next()).done;
+          while (!end && sub.pending > 0) end = (await it.next()).done; // a burst: check once after it
+          if (end) {
+            if (finished) return;
+            // Closed (a slow-consumer policy, the hub cleared): a new one, then check again.
+            sub = apps.subscribe("");
+            it = sub[Symbol.asyncIterator]();
+          }
+        }
+      })(),
+      timedOut,
+    ]);
+  } finally {
+    finished = true;
+    clearTimeout(timer);
+    sub.close();
+  }
+}
+
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Polls an async condition every `intervalMs` until it holds (fails after `timeoutMs`). */
