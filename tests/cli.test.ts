@@ -326,24 +326,45 @@ function spawnCli(args: string[], env: Record<string, string | undefined>) {
   const stdout: string[] = [];
   let stderr = "";
   let buf = "";
+  // `until` re-checks its condition when the child writes or exits: its output is the signal.
+  const waiters = new Set<() => void>();
+  const wake = () => {
+    for (const w of [...waiters]) w();
+  };
   child.stdout!.on("data", (d: Buffer) => {
     buf += d.toString();
     const lines = buf.split("\n");
     buf = lines.pop()!;
     stdout.push(...lines.filter(Boolean));
+    wake();
   });
-  child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => {
+    stderr += d.toString();
+    wake();
+  });
   const exitCode = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  // "close": the child has exited and its stdout and stderr are read to the end (nothing more can come).
+  const outputEnded = new Promise<void>((resolve) => child.on("close", () => resolve()));
   // A clean shutdown exits 0 and logs "stopped". (Deno's node:child_process reports a child that
   // handled SIGTERM/SIGINT and exited 0 as killed by that signal, so there the log line is the proof.)
   const exited = exitCode.then((code) => (code === null && runtimeName() === "deno" && /"msg":"stopped"/.test(stderr) ? 0 : code));
-  const until = async (pred: () => boolean, what: string, ms = 20_000) => {
-    const end = Date.now() + ms;
-    while (!pred()) {
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}\nstdout:\n${stdout.join("\n")}\nstderr:\n${stderr}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  };
+  const until = (pred: () => boolean, what: string, ms = 20_000) =>
+    new Promise<void>((resolve, reject) => {
+      const done = (err?: Error) => {
+        waiters.delete(check);
+        clearTimeout(timer);
+        if (err) reject(err);
+        else resolve();
+      };
+      const check = () => {
+        if (pred()) done();
+      };
+      // A guard against hangs (the child never writes what is awaited), not a timing assertion.
+      const timer = setTimeout(() => done(new Error(`timed out waiting for ${what}\nstdout:\n${stdout.join("\n")}\nstderr:\n${stderr}`)), ms);
+      waiters.add(check);
+      void outputEnded.then(() => (pred() ? done() : done(new Error(`the CLI ended its output before ${what}\nstdout:\n${stdout.join("\n")}\nstderr:\n${stderr}`))));
+      check();
+    });
   return { child, stdout, stderr: () => stderr, exited, until };
 }
 
