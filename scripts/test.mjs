@@ -29,7 +29,7 @@ const denoCount = (out) => {
 // " 213 pass" / " 0 fail"
 const bunCount = (out) => ({ passed: last(out, /^\s*(\d+) pass$/m), failed: last(out, /^\s*(\d+) fail$/m) });
 
-const nodeTest = (list) => ({ cmd: "node", args: ["--import", "tsx", "--test", "--test-reporter=tap", "--test-concurrency=1", ...list], count: nodeCount });
+const nodeTest = (list) => ({ cmd: "node", args: ["--import", "tsx", "--test", "--test-reporter=tap", "--test-concurrency=1", "--test-timeout=600000", ...list], count: nodeCount });
 const denoTest = (list) => ({ cmd: "npx", args: ["deno", "test", "-A", "--no-check", ...list], count: denoCount });
 // Bun only runs files matching its own test globs unless the path is explicit ("./…").
 const bunTest = (list) => ({ cmd: "npx", args: ["bun", "test", "--timeout", "300000", ...list.map((f) => `./${f}`)], count: bunCount });
@@ -67,17 +67,49 @@ function stripAnsi(s) {
   return s.replace(/\x1b\[[0-9;]*m/g, "");
 }
 
+// A command that outlives this is killed and fails its step: a hung test (a handle left open, a
+// socket never uncorked) must fail the run in minutes, not eat CI's whole budget.
+const stepMinutes = Number(process.env.APPWATCH_STEP_MINUTES ?? 30);
+let current; // the running child's process group, killed with us on Ctrl-C
+
 function run(cmd, args) {
   return new Promise((resolve) => {
-    const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1" } });
+    // Its own process group, so that a timeout also stops what it spawned (npx → deno, servers).
+    const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1" }, detached: true });
+    current = child;
     let out = "";
+    let timedOut = false;
     const tee = (stream) => (chunk) => {
       out += chunk;
       stream.write(chunk);
     };
     child.stdout.on("data", tee(process.stdout));
     child.stderr.on("data", tee(process.stderr));
-    child.on("close", (code) => resolve({ code: code ?? 1, out }));
+    const timer = setTimeout(() => {
+      timedOut = true;
+      console.log(`\n=== ${cmd}: still running after ${stepMinutes} min (APPWATCH_STEP_MINUTES): killed`);
+      killGroup(child);
+    }, stepMinutes * 60_000);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      current = undefined;
+      resolve({ code: timedOut ? 124 : code ?? 1, out });
+    });
+  });
+}
+
+function killGroup(child) {
+  try {
+    process.kill(-child.pid, "SIGKILL");
+  } catch {
+    // already gone
+  }
+}
+
+for (const signal of ["SIGINT", "SIGTERM"]) {
+  process.on(signal, () => {
+    if (current) killGroup(current);
+    process.exit(130);
   });
 }
 

@@ -270,7 +270,7 @@ export class SocketWriter {
     return this.#bytes;
   }
 
-  /** Corks `tcp` (a TCP socket, or an HTTP response over one) until the end of this turn (once per turn and socket). */
+  /** Corks `tcp` until the end of this turn (once per turn and socket). */
   cork(tcp: Corkable): void {
     if (tcp.writableCorked > 0) return; // corked by us already (ws's own corks never outlive its send)
     if (this.#corked.length === 0) process.nextTick(this.#uncork);
@@ -279,7 +279,7 @@ export class SocketWriter {
   }
 }
 
-/** What {@link SocketWriter.cork} needs: a TCP socket, or an HTTP response (which corks its socket). */
+/** What {@link SocketWriter.cork} needs: a TCP socket. */
 type Corkable = Pick<Duplex, "writableCorked" | "cork" | "uncork">;
 
 /**
@@ -331,7 +331,10 @@ class NodeBody implements DirectBody {
       this.#heldBytes += bytes.byteLength;
       return true;
     }
-    this.#writer.cork(this.#out);
+    // The socket, not the response: some Node lines (22, 24) drop a response's cork when it ends
+    // while corked, and the response's own uncork then never reaches the socket.
+    const tcp = this.#out.socket;
+    if (tcp !== null) this.#writer.cork(tcp);
     this.#out.write(bytes);
     return true;
   }
