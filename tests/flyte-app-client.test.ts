@@ -34,13 +34,31 @@ function describeEvent(e: WatchResponse): string {
   return `${kind} ${id?.project}/${id?.domain}/${id?.name}`;
 }
 
-/** Collects a subscription's events in the background. */
+/** Collects a subscription's events in the background; `until` re-checks its condition on each event. */
 function collect(sub: Subscription) {
   const got: WatchResponse[] = [];
+  const wakes = new Set<() => void>();
   const done = (async () => {
-    for await (const e of sub) got.push(e);
+    for await (const e of sub) {
+      got.push(e);
+      for (const wake of wakes) wake();
+    }
   })();
-  return { got, done, lines: () => got.map(describeEvent) };
+  const lines = () => got.map(describeEvent);
+  /** Resolves once `holds()`, checked now and after each event; fails after `timeoutMs` (against hangs). */
+  const until = (holds: () => boolean, what: string, timeoutMs = 10_000) =>
+    new Promise<void>((resolve, reject) => {
+      if (holds()) return resolve();
+      const timer = setTimeout(() => (wakes.delete(check), reject(new Error(`timed out waiting for ${what}; got ${lines().join(", ")}`))), timeoutMs);
+      const check = () => {
+        if (!holds()) return;
+        wakes.delete(check);
+        clearTimeout(timer);
+        resolve();
+      };
+      wakes.add(check);
+    });
+  return { got, done, lines, until };
 }
 
 async function setup(options: { watchBufferSize?: number; slowConsumer?: "coalesce" | "drop" | "disconnect"; logs?: string[] } = {}) {
@@ -121,8 +139,9 @@ describe("AppK8sClient", () => {
       const c = collect(apps.subscribe(""));
       sb.sandbox.create("services", ksvc("proj", "dev", "elsewhere", { ns: "other" }));
       sb.sandbox.create("services", ksvc("proj", "dev", "here"));
-      await waitFor(() => c.got.length === 1, "one event");
-      await new Promise((r) => setTimeout(r, 50));
+      // "here" is the signal: a watch that also saw "other" (one stream, events in resourceVersion
+      // order) would have delivered "elsewhere", created first, before it. No grace period needed.
+      await c.until(() => c.lines().includes("create proj/dev/here"), "the event of \"here\"");
       assert.deepEqual(c.lines(), ["create proj/dev/here"]);
       assert.deepEqual((await apps.list("proj", "dev")).apps.map((a) => a.metadata?.id?.name), ["here"]);
     } finally {
