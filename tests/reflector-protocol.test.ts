@@ -10,10 +10,21 @@ import { KubeClient } from "../src/kube/client.ts";
 import { Reflector, type ReflectorOptions } from "../src/watch/reflector.ts";
 import { KNATIVE_SERVICES, type KubeObject } from "../src/watch/types.ts";
 import { Backoff } from "../src/watch/backoff.ts";
+import { VirtualClock } from "../src/watch/clock.ts";
 import { createLogger } from "../src/log.ts";
 import { compareResourceVersions } from "../src/watch/resource-version.ts";
 import { ev, listPage, obj, type Scripted, startScripted, status, watch } from "./helpers/scripted.ts";
-import { delay, start, summary } from "./helpers/run.ts";
+import { start, summary } from "./helpers/run.ts";
+
+/** `p`, or a failure after 10 s (against hangs, not a timing assertion). */
+async function within<T>(p: Promise<T>, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), 10_000)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 const SELECTOR = "flyte.org/app-managed=true";
 
@@ -258,8 +269,10 @@ describe("watch rules", () => {
       server.next(listPage([obj("a", "3"), obj("b", "4")], "5"), variant.answer, listPage([obj("a", "3"), obj("c", "41")], "42"));
       const run = start(r);
       try {
-        await run.waitFor(() => watches().length === 2, "watch after relist");
-        await delay(50);
+        // Request 4 is the watch from the relist's RV: list, watch, relist, watch. The queue is then
+        // empty, so the server holds that watch open (it hangs), and the reflector, one request at a
+        // time, can send nothing more until its 2 s idle timeout: the counts below are final, no grace period.
+        await server.waitForRequests(4);
         assert.equal(lists().length, 2, "exactly one relist");
         assert.deepEqual(watches().map((w) => w.query.resourceVersion), ["5", "42"]);
         assert.equal(server.requests.filter((q) => q.query.resourceVersion === "5").length, 1, "the expired RV is never sent again");
@@ -580,14 +593,24 @@ describe("failure modes (scripted)", () => {
   });
 
   test("6: a socket destroyed mid-chunk causes exactly one reconnect and never two parallel watches", async () => {
-    const r = reflector();
+    // On a virtual clock: the reconnect's backoff fires only when the test moves time, once.
+    const clock = new VirtualClock();
+    const r = reflector({ clock });
     server.next(listPage([], "1"), watch([ev.added(obj("a", "2")), '{"type":"MODIFIED","obj'], "cut"), watch([ev.modified(obj("a", "3"))]));
     let maxOpen = 0;
     const timer = setInterval(() => (maxOpen = Math.max(maxOpen, server.open())), 1);
-    const run = start(r);
+    let resumed!: () => void;
+    const gotA3 = new Promise<void>((resolve) => (resumed = resolve));
+    const run = start(r, (e) => {
+      if (e.type === "modified" && e.object.metadata.resourceVersion === "3") resumed();
+    });
     try {
-      await run.waitFor(() => r.store.get("flyte/a")?.metadata.resourceVersion === "3", "resumed");
-      await delay(100);
+      const backoff = await within(clock.next("backoff"), "the backoff after the cut");
+      clock.advance(backoff.delay);
+      await within(gotA3, "the resumed watch's event");
+      // Watch 2 hangs (no more answers queued): another request needs a timer, and no backoff is
+      // pending and time stands still, so the counts below are final (no grace period).
+      assert.deepEqual(clock.pending("backoff"), [], "no second reconnect scheduled");
       assert.equal(watches().length, 2);
       assert.equal(watches()[1]!.query.resourceVersion, "2");
       assert.ok(maxOpen <= 1, `open watches peaked at ${maxOpen}`);
