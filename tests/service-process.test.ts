@@ -26,12 +26,18 @@ interface Proc {
   child: ChildProcess;
   logs: Record<string, unknown>[];
   exit: Promise<{ code: number | null; signal: string | null }>;
+  /** Resolves once `holds()`, checked now, on each log line and at exit; fails after `timeoutMs` (against hangs). */
+  until(holds: () => boolean, what: string, timeoutMs: number): Promise<void>;
 }
 
 function startEntry(args: string[]): Proc {
   const [cmd, argv] = entryCommand(args);
   const child = spawn(cmd, argv, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1" } });
   const logs: Record<string, unknown>[] = [];
+  const wakes = new Set<() => void>();
+  const wake = () => {
+    for (const w of wakes) w();
+  };
   let buf = "";
   child.stderr!.setEncoding("utf8");
   child.stderr!.on("data", (chunk: string) => {
@@ -46,10 +52,23 @@ function startEntry(args: string[]): Proc {
         logs.push({ raw: line });
       }
     }
+    wake();
   });
   child.stdout!.resume();
-  const exit = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
-  return { child, logs, exit };
+  const exit = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.on("exit", (code, signal) => (resolve({ code, signal }), wake())));
+  const until = (holds: () => boolean, what: string, timeoutMs: number) =>
+    new Promise<void>((resolve, reject) => {
+      if (holds()) return resolve();
+      const timer = setTimeout(() => (wakes.delete(check), reject(new Error(`timed out waiting for ${what}; logs: ${JSON.stringify(logs)}`))), timeoutMs);
+      const check = () => {
+        if (!holds()) return;
+        wakes.delete(check);
+        clearTimeout(timer);
+        resolve();
+      };
+      wakes.add(check);
+    });
+  return { child, logs, exit, until };
 }
 
 const NS = "flyte";
@@ -87,17 +106,16 @@ describe("the entry process (serve on the sandbox)", () => {
 
   before(async () => {
     proc = startEntry(["serve", "--sandbox", "--port", "0", "--host", "127.0.0.1", "--demo-interval-ms", "0", "--heartbeat-seconds", "1"]);
-    await waitFor(() => proc.logs.some((l) => l.msg === "appwatch listening") || proc.child.exitCode !== null, "the service to listen", 60_000);
+    await proc.until(() => proc.logs.some((l) => l.msg === "appwatch listening") || proc.child.exitCode !== null, "the service to listen", 60_000);
     const listening = proc.logs.find((l) => l.msg === "appwatch listening");
     assert.ok(listening, `service did not start: ${JSON.stringify(proc.logs)}`);
     url = String(listening.url);
     sandbox = String(proc.logs.find((l) => String(l.msg).startsWith("SANDBOX MODE"))?.sandbox);
     assert.match(sandbox, /^http:\/\/127\.0\.0\.1:\d+$/);
-    const deadline = Date.now() + 30_000;
-    while ((await fetch(`${url}/readyz`).then((r) => r.status, () => 0)) !== 200) {
-      assert.ok(Date.now() < deadline, "readyz never became 200");
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    // The service logs this once the initial sync is done, the moment /readyz turns 200: wait for the line, then ask once.
+    await proc.until(() => proc.logs.some((l) => l.msg === "initial sync done; ready") || proc.child.exitCode !== null, "the initial sync", 30_000);
+    const ready = await fetch(`${url}/readyz`);
+    assert.equal(ready.status, 200, `readyz after the initial sync: ${await ready.text()}`);
   });
 
   after(async () => {
