@@ -57,7 +57,10 @@ export interface AppK8sClientOptions {
 
 /** Options of {@link AppK8sClient.startWatching}. */
 export interface StartWatchingOptions {
-  /** The watch's lifetime: aborting it stops the watch, as {@link AppK8sClient.stopWatching} does. */
+  /**
+   * The watch's lifetime: aborting it stops the watch, as {@link AppK8sClient.stopWatching} does.
+   * The watch holds one abort listener on it, removed when the watch ends however it ends.
+   */
   signal?: AbortSignal;
   /** Reject when the initial sync takes longer (the watch keeps running and keeps trying). */
   timeoutMs?: number;
@@ -154,14 +157,35 @@ export class AppK8sClient {
     });
   }
 
+  /**
+   * The caller's `lifetime` gets exactly one abort listener, which follows it into this watch's own
+   * controller and is removed when the watch ends, however it ends (stopWatching, a loop ending, a
+   * failed start): nothing else ever sees that signal — the preflight requests take our signal, not
+   * the caller's, so no `fetch` leaves its own listener on it (undici's stays until GC). A listener
+   * left on it is more than a small leak: Deno keeps an `AbortSignal.timeout` timer referenced
+   * while its signal has an abort listener, so `startWatching(AbortSignal.timeout(10_000))` kept
+   * the process alive 10 s after everything was closed (issue 24, item 9a).
+   */
   async #start(lifetime?: AbortSignal): Promise<void> {
     if (lifetime?.aborted) throw new Error("startWatching: the signal is already aborted");
-    await preflight(this.#client, this.namespaces, lifetime);
     const stop = new AbortController();
+    const follow = () => stop.abort(lifetime?.reason);
+    const release = () => lifetime?.removeEventListener("abort", follow);
+    lifetime?.addEventListener("abort", follow, { once: true });
+    try {
+      await this.#run(stop, release);
+    } catch (err) {
+      release();
+      throw err;
+    }
+  }
+
+  /** {@link #start} once it follows the caller's signal: `stop` is the watch's lifetime, `release` lets the caller's signal go. */
+  async #run(stop: AbortController, release: () => void): Promise<void> {
+    await preflight(this.#client, this.namespaces, stop.signal);
     this.#stop = stop;
-    lifetime?.addEventListener("abort", () => stop.abort(), { once: true });
     const watch = { ...this.#options.watch, clock: this.#clock };
-    if (this.#options.replicas !== false) this.#replicas = await this.#revisionWatch(lifetime);
+    if (this.#options.replicas !== false) this.#replicas = await this.#revisionWatch(stop.signal);
     const watcher = createWatcher<KubeObject>(kserviceWatcherOptions(this.#client, this.namespaces, watch, this.#log));
     this.#watcher = watcher;
     let synced!: () => void;
@@ -175,6 +199,7 @@ export class AppK8sClient {
     if (!replicas) revisionsListed();
     loops.push(listed.then(() => stop.signal.aborted ? undefined : this.#kserviceLoop(watcher, stop.signal, synced)));
     this.#loop = Promise.allSettled(loops).then(() => {
+      release();
       // However the watch ended, nothing it held is current any more: say so everywhere.
       this.#ended();
       failed(new Error("the watch stopped before the initial sync"));
