@@ -637,12 +637,16 @@ describe("failure modes (scripted)", () => {
   });
 
   test("invalid objects in a list are skipped with a warning, not fatal", async () => {
-    const r = reflector();
+    const lines: string[] = [];
+    const r = reflector({ logger: createLogger({ level: "warn", sink: (l) => lines.push(l) }) });
     server.next(listPage([obj("a", "1"), { metadata: { name: "no-rv" } }, "junk"], "2"));
     const run = start(r);
     try {
       await run.waitFor(() => run.events.some((e) => e.type === "synced"), "sync");
       assert.deepEqual(summary(run.events), ["added flyte/a@1", "synced initial@2"]);
+      // The warning the title promises: one per skipped item, each with an excerpt of it.
+      const skipped = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((w) => w.msg === "skipping invalid object");
+      assert.deepEqual(skipped.map((w) => w.excerpt), [JSON.stringify({ metadata: { name: "no-rv" } }), JSON.stringify("junk")], lines.join("\n"));
     } finally {
       await run.stop();
     }
