@@ -173,7 +173,7 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     cluster,
     maxMessageBytes: limits.maxMessageBytes,
   });
-  mountConnect(app, appService, limits.highWaterMark, runtime ? (c) => runtime.clientAddress(c) : undefined);
+  mountConnect(app, appService, limits.highWaterMark, runtime ? (c) => runtime.clientAddress(c) : undefined, runtime?.directBody ? (c) => runtime.directBody?.(c) : undefined);
 
   mountBoard(app); // the live app board: GET /, /board/* (docs/board.md)
 

@@ -19,6 +19,7 @@ import type { ServiceMetrics } from "./metrics.ts";
 import { ClientMessageSchema, issuesOf } from "./schemas.ts";
 import type { SessionItem } from "./frames.ts";
 import type { Slot, StreamEnd, StreamHandle, StreamRequest, StreamSessions, StreamSink } from "./session.ts";
+import { type ByteBody, StreamBody } from "./stream-body.ts";
 
 /** WebSocket close codes appwatch uses (RFC 6455 §7.4). */
 export const CLOSE = {
@@ -198,7 +199,7 @@ export function sseStream(t: Omit<TransportContext, "runtime">, request: StreamR
   const { sessions, metrics, limits, streams } = t;
   let session: StreamHandle | undefined;
   let ended = false;
-  let body: SseBody;
+  let body: ByteBody;
   const end = () => {
     if (ended) return;
     ended = true;
@@ -232,65 +233,6 @@ export function sseStream(t: Omit<TransportContext, "runtime">, request: StreamR
   gone?.addEventListener("abort", end, { once: true });
   session = sessions.start(slot, request, sink, end);
   return response;
-}
-
-/** What an SSE stream writes to: the adapter's {@link DirectBody}, or a {@link StreamBody}. */
-type SseBody = Pick<DirectBody, "write" | "above" | "drained" | "end">;
-
-/** An SSE body as a byte `ReadableStream` (runtimes without a {@link DirectBody}); its pulls are the drain signal. */
-class StreamBody implements SseBody {
-  readonly readable: ReadableStream<Uint8Array>;
-  #controller!: ReadableStreamDefaultController<Uint8Array>;
-  #pulled: (() => void) | undefined;
-  #closed = false;
-
-  constructor(cancelled: () => void, highWaterMark: number) {
-    this.readable = new ReadableStream<Uint8Array>({
-      start: (ctl) => {
-        this.#controller = ctl;
-      },
-      pull: () => this.#wake(),
-      cancel: () => cancelled(),
-    }, { highWaterMark, size: (chunk) => chunk.byteLength });
-  }
-
-  write(bytes: Uint8Array): boolean {
-    if (this.#closed) return false;
-    try {
-      this.#controller.enqueue(bytes);
-      return true;
-    } catch {
-      return false; // cancelled
-    }
-  }
-
-  /** Whether the queue is at the mark (the stream's own measure: `desiredSize` ≤ 0). */
-  above(_bytes: number): boolean {
-    return !this.#closed && (this.#controller.desiredSize ?? 0) <= 0;
-  }
-
-  drained(_below: number, signal: AbortSignal): Promise<void> {
-    return new Promise<void>((resolve) => {
-      if (this.#closed || signal.aborted || (this.#controller.desiredSize ?? 0) > 0) return resolve();
-      this.#pulled = resolve;
-      signal.addEventListener("abort", () => resolve(), { once: true });
-    });
-  }
-
-  end(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#wake();
-    try {
-      this.#controller.close();
-    } catch { /* cancelled */ }
-  }
-
-  #wake(): void {
-    const wake = this.#pulled;
-    this.#pulled = undefined;
-    wake?.();
-  }
 }
 
 /** How long a Node upgrade (answered 200 now, 101 later) may take before its slot is given back. */

@@ -61,9 +61,10 @@ export interface SocketSink {
 
 /**
  * A streamed response body written straight to the runtime's own response (Node: the
- * `ServerResponse`, with no web `ReadableStream` and no read promise per write), for SSE. The
- * handler that asked for it returns a bodiless `Response` whose status and headers (after every
- * middleware) are the ones sent; what it writes before that is held and sent after the head.
+ * `ServerResponse`, with no web `ReadableStream` and no read promise per write), for SSE and the
+ * Connect Watch. The handler that asked for it returns a bodiless `Response` whose status and
+ * headers (after every middleware) are the ones sent; what it writes before that is held and sent
+ * after the head.
  */
 export interface DirectBody {
   /** Queues `bytes` (on Node corked until the turn ends, like WebSocket frames); false once closed. */

@@ -4,13 +4,14 @@
  * Connect (JSON and binary) and gRPC-Web. One exception to "framing is connect-es's": the
  * Connect-protocol Watch body is written from frames encoded once per event and shared by every
  * subscriber (frames.ts, watch-body.ts: connect-es serialized each event once per stream, measured
- * in B6); connect-es still parses, checks and admits that request and sets its headers. gRPC-Web
+ * in B6), on Node straight to the response as SSE is; connect-es still parses, checks and admits that request and sets its headers. gRPC-Web
  * Watch and compressed streams stay on connect-es.
  * @module
  */
 import { createConnectRouter } from "@connectrpc/connect";
 import { type UniversalServerResponse, universalServerRequestFromFetch, universalServerResponseToFetch } from "@connectrpc/connect/protocol";
 import type { Context, Hono } from "hono";
+import type { DirectBody } from "../adapters/types.ts";
 import { AppService } from "../../flyte/proto/app_service_pb.ts";
 import type { AppServiceHandlers, StreamState } from "./handlers.ts";
 import { checkBinaryRequest } from "./input.ts";
@@ -29,6 +30,8 @@ export function mountConnect(
   /** Bytes a Watch body may hold for a client that is not reading (`--stream-buffer-bytes`). */
   bodyBufferBytes: number,
   clientAddress?: (c: Context) => string | undefined,
+  /** The adapter's direct body for a response, where it has one (Node): a Watch is written to it. */
+  directBody?: (c: Context) => DirectBody | undefined,
 ): void {
   const router = createConnectRouter({ connect: true, grpcWeb: true, grpc: false });
   service.routes(router);
@@ -57,7 +60,8 @@ export function mountConnect(
         // connect-es's body is only the end-stream frame of the generator it saw return: dropped.
         const rest = universal.body;
         if (rest !== undefined && Symbol.asyncIterator in rest) void (async () => { for await (const _ of rest); })().catch(() => {});
-        return new Response(connectWatchBody(handedOff, request.signal, drained, bodyBufferBytes), { status: universal.status, headers: universal.header });
+        const body = connectWatchBody(handedOff, request.signal, drained, bodyBufferBytes, directBody?.(c));
+        return new Response(body, { status: universal.status, headers: universal.header });
       }
       const response = universalServerResponseToFetch(universal);
       return response.body ? new Response(untilDrained(response.body, drained), response) : response;

@@ -1,8 +1,10 @@
 /**
- * The response bodies of Connect streams written by mount.ts: the pre-encoded Watch body, and
- * connect-es's bodies wrapped to tell when they were drained.
+ * The response bodies of Connect streams written by mount.ts: the pre-encoded Watch body (on
+ * Node the adapter's direct body), and connect-es's bodies wrapped to tell when they were drained.
  * @module
  */
+import type { DirectBody } from "../adapters/types.ts";
+import { type ByteBody, StreamBody } from "../stream-body.ts";
 import { endStreamFrame, watchFrame } from "./frames.ts";
 import { RESUME_HEADER } from "./names.ts";
 import type { WatchBody, WatchRun } from "./watch-run.ts";
@@ -42,18 +44,24 @@ export function untilDrained(body: ReadableStream<Uint8Array>, done: () => void)
   }, { highWaterMark: 0 });
 }
 
-
-
 /**
  * The response body of a handed-off Connect Watch ({@link StreamState.handoff}): each event's
  * pre-encoded frame (shared by every subscriber, frames.ts), written by the session as the
  * event is published, then the end-stream frame with the resume position as trailer — what
- * connect-es would write, without its per-stream serialization. The body holds up to
- * `highWaterBytes` (`--stream-buffer-bytes`, the mark WebSocket and SSE use): a client that stops reading fills it and the session's
- * slow-consumer policy applies, as on connect-es's body. `done` is called once the end-stream
- * frame is written or the client went away.
+ * connect-es would write, without its per-stream serialization. Written to the adapter's
+ * `direct` body where it gives one (Node: straight to the `ServerResponse`, as SSE is; the answer
+ * is then a bodiless `Response` and this returns null), else to a {@link StreamBody} (returned).
+ * The body holds up to `highWaterBytes` (`--stream-buffer-bytes`, the mark WebSocket and SSE
+ * use): a client that stops reading fills it and the session's slow-consumer policy applies, as
+ * on connect-es's body. `done` is called once the end-stream frame is written or the client went away.
  */
-export function connectWatchBody(watch: WatchRun, requestSignal: AbortSignal, done: () => void, highWaterBytes: number): ReadableStream<Uint8Array> {
+export function connectWatchBody(
+  watch: WatchRun,
+  requestSignal: AbortSignal,
+  done: () => void,
+  highWaterBytes: number,
+  direct?: DirectBody,
+): ReadableStream<Uint8Array> | null {
   let gone = false;
   const leave = () => {
     gone = true;
@@ -70,19 +78,26 @@ export function connectWatchBody(watch: WatchRun, requestSignal: AbortSignal, do
     requestSignal.removeEventListener("abort", leave);
     done();
   };
-  let controller!: ReadableStreamDefaultController<Uint8Array>;
-  let pulled: (() => void) | undefined;
+  const cancelled = () => {
+    leave();
+    void watch.close().then(finish);
+  };
+  let bytes: ByteBody;
+  let readable: ReadableStream<Uint8Array> | null = null;
+  if (direct !== undefined) {
+    bytes = direct;
+    direct.onClose(cancelled);
+  } else {
+    const stream = new StreamBody(cancelled, highWaterBytes);
+    bytes = stream;
+    readable = stream.readable;
+  }
   const body: WatchBody = {
     write(event) {
-      if (!finished) controller.enqueue(watchFrame(event, watch.binary));
+      if (!finished) bytes.write(watchFrame(event, watch.binary));
     },
-    room: () => (finished ? 1 : controller.desiredSize ?? 0),
-    pulled: (signal) =>
-      new Promise<void>((resolve) => {
-        if (finished || signal.aborted || (controller.desiredSize ?? 0) > 0) return resolve();
-        pulled = resolve;
-        signal.addEventListener("abort", () => resolve(), { once: true });
-      }),
+    full: () => !finished && bytes.above(highWaterBytes),
+    pulled: (signal) => finished ? Promise.resolve() : bytes.drained(highWaterBytes, signal),
     finish() {
       if (finished) return;
       const error = watch.endError(gone);
@@ -90,28 +105,12 @@ export function connectWatchBody(watch: WatchRun, requestSignal: AbortSignal, do
         if (finished) return;
         const trailer = new Headers();
         if (watch.position !== undefined) trailer.set(RESUME_HEADER, watch.position);
-        try {
-          controller.enqueue(endStreamFrame(trailer, error));
-          controller.close();
-        } catch { /* cancelled */ }
+        bytes.write(endStreamFrame(trailer, error));
+        bytes.end();
         finish();
       });
     },
   };
-  return new ReadableStream<Uint8Array>({
-    start(ctl) {
-      controller = ctl;
-      watch.sink.attach(watch, body);
-    },
-    pull() {
-      const wake = pulled;
-      pulled = undefined;
-      wake?.();
-    },
-    async cancel() {
-      leave();
-      await watch.close();
-      finish();
-    },
-  }, { highWaterMark: highWaterBytes, size: (chunk) => chunk.byteLength });
+  watch.sink.attach(watch, body);
+  return readable;
 }

@@ -17,9 +17,9 @@ import { errorText } from "./requests.ts";
 export interface WatchBody {
   /** Writes an event's shared frame now. */
   write(event: WatchResponse): void;
-  /** Bytes it still takes before it is full. */
-  room(): number;
-  /** Resolves at the body's next pull (or `signal`). */
+  /** It holds its mark: the session waits for {@link pulled}. */
+  full(): boolean;
+  /** Resolves once it is below its mark again (or `signal`). */
   pulled(signal: AbortSignal): Promise<void>;
   /** The session ended: write the end-stream frame and close. */
   finish(): void;
@@ -32,7 +32,7 @@ export interface WatchBody {
  * taken yet: full while it holds it, and each take is the drain signal — connect-es pulls only as
  * fast as the response body is read, so that is backpressure from the client. Once a
  * Connect-protocol body is attached ({@link ConnectSink.attach}), each event's shared frame goes
- * straight into it, and the body's pulls are the drain signal.
+ * straight into it, and the body's drain is the drain signal.
  */
 export class ConnectSink implements StreamSink {
   readonly heartbeats = false;
@@ -62,7 +62,7 @@ export class ConnectSink implements StreamSink {
     return "ok";
   }
   full(): boolean {
-    if (this.#body) return this.#body.room() <= 0;
+    if (this.#body) return this.#body.full();
     return this.#next !== undefined;
   }
   drained(signal: AbortSignal): Promise<void> {
