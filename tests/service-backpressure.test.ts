@@ -108,6 +108,7 @@ describe("service under a burst with a stalled WebSocket peer", () => {
       const textsAtPause = stalled.raw.texts;
 
       // Settle, then measure from here. Memory is sampled after a full collection (garbage is not growth).
+      // Kept as a pause: what settles is socket writes to the paused peer, which signal nothing (no event, no counter).
       await sleep(50);
       const before = residentAfterGc();
       let peak = before;

@@ -57,7 +57,7 @@ function startProducer(s: TestService) {
       const app = APPS[made % APPS.length]!;
       s.sb.updateStatus("services", "flyte", ksvcName(PROJECT, "dev", app), statusWithMessage(`m${made}`));
       made++;
-      await sleep(2);
+      await sleep(2); // kept: this paces the load (a change every ~2 ms while clients reconnect), it waits for nothing
     }
   })();
   return {
