@@ -13,6 +13,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createMethodSerializationLookup, encodeEnvelope } from "@connectrpc/connect/protocol";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { AppService, WatchResponseSchema } from "../src/flyte/proto/app_service_pb.ts";
+import { VirtualClock } from "../src/watch/clock.ts";
 import { ksvc, ksvcName, startTestService, statusWithMessage, type TestService } from "./helpers/service.ts";
 
 // connect-es's own serializers for Watch's output, as its handler builds them (default options).
@@ -160,7 +161,9 @@ describe("Connect Watch frames", () => {
   });
 
   test("the trailer's resume position resumes the stream; a stream refused at admission ends with resource_exhausted; connect-timeout-ms ends the stream without an error", async () => {
-    const s = await startTestService({ maxConnectionsPerClient: 1 });
+    // The app's time is virtual: the client's deadline passes when the test says so, not after a sleep.
+    const clock = new VirtualClock();
+    const s = await startTestService({ maxConnectionsPerClient: 1 }, { clock });
     try {
       const first = await RawWatch.open(s, false, { "connect-timeout-ms": "1500" });
       await first.take(6);
@@ -183,7 +186,12 @@ describe("Connect Watch frames", () => {
 
       // The client's deadline ends the stream: no error, the position as trailer. (connect-es wrote
       // that end-stream frame only once the session had another event: one is created after the deadline.)
-      await new Promise((r) => setTimeout(r, 2000));
+      // Armed at the handoff, with what is left of 1.5 s (the real timer only guards against a hang).
+      let guard: ReturnType<typeof setTimeout> | undefined;
+      const noTimer = new Promise<never>((_, reject) => guard = setTimeout(() => reject(new Error("no connect-deadline timer on the app's clock")), 10_000));
+      const deadline = await Promise.race([clock.next("connect-deadline"), noTimer]).finally(() => clearTimeout(guard));
+      assert.ok(deadline.delay > 0 && deadline.delay <= 1500, `the deadline is what is left of the client's: ${deadline.delay} ms`);
+      clock.advance(deadline.delay);
       s.sb.create("services", ksvc("frames", "dev", "late"));
       const last = await first.next();
       assert.equal(last.flags, 2);

@@ -173,7 +173,12 @@ export function createApp(options: CreateAppOptions): AppwatchApp {
     cluster,
     maxMessageBytes: limits.maxMessageBytes,
   });
-  mountConnect(app, appService, limits.highWaterMark, runtime ? (c) => runtime.clientAddress(c) : undefined, runtime?.directBody ? (c) => runtime.directBody?.(c) : undefined);
+  mountConnect(app, appService, {
+    bodyBufferBytes: limits.highWaterMark,
+    clock,
+    ...(runtime ? { clientAddress: (c: Context) => runtime.clientAddress(c) } : {}),
+    ...(runtime?.directBody ? { directBody: (c: Context) => runtime.directBody?.(c) } : {}),
+  });
 
   mountBoard(app); // the live app board: GET /, /board/* (docs/board.md)
 

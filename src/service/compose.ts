@@ -19,6 +19,7 @@ import type { AppRuntime } from "./transports.ts";
 import type { ServiceSettings } from "./settings/table.ts";
 import { runtimeVersion, type RuntimeName } from "../runtime.ts";
 import { Backoff, sleep } from "../watch/backoff.ts";
+import type { Clock } from "../watch/clock.ts";
 import { VERSION } from "../version.ts";
 
 /** The version in package.json. */
@@ -48,6 +49,8 @@ export interface ComposeIo<C extends ClusterSource> {
   runtime?: ComposeRuntime;
   /** The cluster is the sandbox's demo data: every surface says so (board, `/readyz`, `appwatch_sandbox`, the `start` frame). */
   sandbox?: boolean;
+  /** The app's time: heartbeats, stream deadlines, the shutdown wait (tests: a `VirtualClock`). Default: the real clock. */
+  clock?: Clock;
 }
 
 /** A composed service, not yet (or not by itself) listening. */
@@ -98,6 +101,7 @@ export function compose<C extends ClusterSource>(settings: ServiceSettings, io: 
   const api = createApp({
     client: apps,
     ...(io.runtime ? { runtime: io.runtime } : {}),
+    ...(io.clock ? { clock: io.clock } : {}),
     authTokens: settings.authTokens,
     allowedOrigins: settings.allowedOrigins,
     limits: {

@@ -9,6 +9,7 @@
 import type { AppK8sClient } from "../flyte/app-client.ts";
 import { connect } from "../kube/connect.ts";
 import type { Logger } from "../log.ts";
+import type { Clock } from "../watch/clock.ts";
 import { adapterOptions, type ClusterSource, compose } from "./compose.ts";
 import type { AppwatchApp } from "./app.ts";
 import { type ListeningServer, loadAdapter } from "./adapters/types.ts";
@@ -65,7 +66,14 @@ export interface RunningService<C extends ClusterSource = ClusterSource> {
  */
 export async function startService<C extends ClusterSource>(
   settings: ServiceSettings,
-  io: { logger: Logger; cluster: C; /** The cluster is the sandbox's demo data (the CLI knows: `openCluster`); every surface says so. */ sandbox?: boolean },
+  io: {
+    logger: Logger;
+    cluster: C;
+    /** The cluster is the sandbox's demo data (the CLI knows: `openCluster`); every surface says so. */
+    sandbox?: boolean;
+    /** The app's time: heartbeats, stream deadlines, the shutdown wait (tests: a `VirtualClock`). Default: the real clock. */
+    clock?: Clock;
+  },
 ): Promise<RunningService<C>> {
   const log = io.logger;
   const cluster = io.cluster;
@@ -78,7 +86,7 @@ export async function startService<C extends ClusterSource>(
     await cluster.close().catch(() => {});
     throw err;
   }
-  const service = compose(settings, { logger: log, cluster, runtime: adapter, sandbox: io.sandbox === true });
+  const service = compose(settings, { logger: log, cluster, runtime: adapter, sandbox: io.sandbox === true, ...(io.clock ? { clock: io.clock } : {}) });
   const listeners: ListeningServer[] = [];
   const closeListeners = async () => {
     for (const l of listeners.splice(0).reverse()) await l.close().catch(() => {});

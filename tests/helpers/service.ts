@@ -10,6 +10,7 @@ import { startSandboxCluster } from "../../src/sandbox/cluster.ts";
 import type { Sandbox } from "../../src/sandbox/sandbox.ts";
 import { type RunningService, type ServiceSettings, startService } from "../../src/service/server.ts";
 import type { KubeObject } from "../../src/watch/types.ts";
+import type { Clock } from "../../src/watch/clock.ts";
 
 /** Polls `pred` until it holds; fails after `timeoutMs` with `what` (computed then, so it can show the latest state). */
 export async function waitFor(pred: () => boolean, what: string | (() => string), timeoutMs = 10_000): Promise<void> {
@@ -59,12 +60,12 @@ export interface TestService extends RunningService {
 }
 
 /** Starts the service on the sandbox (6 demo apps in "flyte") and waits for the initial sync. */
-export async function startTestService(overrides: Partial<ServiceSettings> = {}, options: { sync?: boolean; logger?: Logger; initialResourceVersion?: number } = {}): Promise<TestService> {
+export async function startTestService(overrides: Partial<ServiceSettings> = {}, options: { sync?: boolean; logger?: Logger; initialResourceVersion?: number; clock?: Clock } = {}): Promise<TestService> {
   const logs: string[] = [];
   const logger = options.logger ?? createLogger({ level: "warn", sink: (l) => logs.push(l) });
   // The sandbox with its 6 demo apps in "flyte", no demo activity.
   const cluster = await startSandboxCluster({ demoIntervalMs: 0, ...(options.initialResourceVersion !== undefined ? { initialResourceVersion: options.initialResourceVersion } : {}) });
-  const service = await startService(testSettings(overrides), { logger, cluster });
+  const service = await startService(testSettings(overrides), { logger, cluster, ...(options.clock ? { clock: options.clock } : {}) });
   if (options.sync ?? true) {
     try {
       await service.watching;

@@ -11,6 +11,7 @@
 import { createConnectRouter } from "@connectrpc/connect";
 import { type UniversalServerResponse, universalServerRequestFromFetch, universalServerResponseToFetch } from "@connectrpc/connect/protocol";
 import type { Context, Hono } from "hono";
+import type { Clock } from "../../watch/clock.ts";
 import type { DirectBody } from "../adapters/types.ts";
 import { AppService } from "../../flyte/proto/app_service_pb.ts";
 import type { AppServiceHandlers, StreamState } from "./handlers.ts";
@@ -20,6 +21,17 @@ import { connectWatchBody, untilDrained } from "./watch-body.ts";
 import type { WatchRun } from "./watch-run.ts";
 
 
+/** What {@link mountConnect} is given besides the service. */
+export interface MountOptions {
+  /** Bytes a Watch body may hold for a client that is not reading (`--stream-buffer-bytes`). */
+  bodyBufferBytes: number;
+  /** Time for a Watch's `connect-timeout-ms` deadline (the app's clock). */
+  clock: Clock;
+  clientAddress?: (c: Context) => string | undefined;
+  /** The adapter's direct body for a response, where it has one (Node): a Watch is written to it. */
+  directBody?: (c: Context) => DirectBody | undefined;
+}
+
 /**
  * Mounts AppService on `app` at both path prefixes, for Connect (JSON and binary) and gRPC-Web;
  * gRPC proper needs HTTP/2 trailers, which a fetch `Response` cannot carry (see `adapters/grpc.ts`).
@@ -27,12 +39,9 @@ import type { WatchRun } from "./watch-run.ts";
 export function mountConnect(
   app: Hono,
   service: AppServiceHandlers,
-  /** Bytes a Watch body may hold for a client that is not reading (`--stream-buffer-bytes`). */
-  bodyBufferBytes: number,
-  clientAddress?: (c: Context) => string | undefined,
-  /** The adapter's direct body for a response, where it has one (Node): a Watch is written to it. */
-  directBody?: (c: Context) => DirectBody | undefined,
+  options: MountOptions,
 ): void {
+  const { bodyBufferBytes, clock, clientAddress, directBody } = options;
   const router = createConnectRouter({ connect: true, grpcWeb: true, grpc: false });
   service.routes(router);
   const handlers = new Map(router.handlers.map((h) => [h.requestPath, h]));
@@ -60,7 +69,7 @@ export function mountConnect(
         // connect-es's body is only the end-stream frame of the generator it saw return: dropped.
         const rest = universal.body;
         if (rest !== undefined && Symbol.asyncIterator in rest) void (async () => { for await (const _ of rest); })().catch(() => {});
-        const body = connectWatchBody(handedOff, request.signal, drained, bodyBufferBytes, directBody?.(c));
+        const body = connectWatchBody(handedOff, { requestSignal: request.signal, done: drained, highWaterBytes: bodyBufferBytes, clock }, directBody?.(c));
         return new Response(body, { status: universal.status, headers: universal.header });
       }
       const response = universalServerResponseToFetch(universal);

@@ -3,6 +3,7 @@
  * Node the adapter's direct body), and connect-es's bodies wrapped to tell when they were drained.
  * @module
  */
+import type { Clock } from "../../watch/clock.ts";
 import type { DirectBody } from "../adapters/types.ts";
 import { type ByteBody, StreamBody } from "../stream-body.ts";
 import { endStreamFrame, watchFrame } from "./frames.ts";
@@ -44,6 +45,18 @@ export function untilDrained(body: ReadableStream<Uint8Array>, done: () => void)
   }, { highWaterMark: 0 });
 }
 
+/** What a handed-off Watch body needs besides its {@link WatchRun}. */
+export interface WatchBodyIo {
+  /** The HTTP request's signal: the client left. */
+  requestSignal: AbortSignal;
+  /** Called once the end-stream frame is written or the client went away. */
+  done: () => void;
+  /** Bytes the body holds for a client that is not reading (`--stream-buffer-bytes`). */
+  highWaterBytes: number;
+  /** Time for the `connect-timeout-ms` deadline. */
+  clock: Clock;
+}
+
 /**
  * The response body of a handed-off Connect Watch ({@link StreamState.handoff}): each event's
  * pre-encoded frame (shared by every subscriber, frames.ts), written by the session as the
@@ -55,13 +68,8 @@ export function untilDrained(body: ReadableStream<Uint8Array>, done: () => void)
  * use): a client that stops reading fills it and the session's slow-consumer policy applies, as
  * on connect-es's body. `done` is called once the end-stream frame is written or the client went away.
  */
-export function connectWatchBody(
-  watch: WatchRun,
-  requestSignal: AbortSignal,
-  done: () => void,
-  highWaterBytes: number,
-  direct?: DirectBody,
-): ReadableStream<Uint8Array> | null {
+export function connectWatchBody(watch: WatchRun, io: WatchBodyIo, direct?: DirectBody): ReadableStream<Uint8Array> | null {
+  const { requestSignal, done, highWaterBytes, clock } = io;
   let gone = false;
   const leave = () => {
     gone = true;
@@ -69,12 +77,12 @@ export function connectWatchBody(
   };
   requestSignal.addEventListener("abort", leave, { once: true });
   // connect-es's deadline (`connect-timeout-ms`) ends the stream as the client leaving does.
-  const timer = watch.timeoutMs !== undefined ? setTimeout(leave, Math.max(0, watch.timeoutMs)) : undefined;
+  const timer = watch.timeoutMs !== undefined ? clock.setTimeout(leave, Math.max(0, watch.timeoutMs), "connect-deadline") : undefined;
   let finished = false;
   const finish = () => {
     if (finished) return;
     finished = true;
-    if (timer !== undefined) clearTimeout(timer);
+    if (timer !== undefined) clock.clearTimeout(timer);
     requestSignal.removeEventListener("abort", leave);
     done();
   };
