@@ -11,6 +11,7 @@ import { DEFAULT_URL } from "../src/client/options.ts";
 import { describeStart } from "../src/client/watch.ts";
 import { seedDemo, startSandbox } from "../src/sandbox/mod.ts";
 import { startScripted, status } from "./helpers/scripted.ts";
+import { Wakes } from "./helpers/wakes.ts";
 
 const DEFAULT_URL_TEXT = DEFAULT_URL;
 
@@ -327,10 +328,8 @@ function spawnCli(args: string[], env: Record<string, string | undefined>) {
   let stderr = "";
   let buf = "";
   // `until` re-checks its condition when the child writes or exits: its output is the signal.
-  const waiters = new Set<() => void>();
-  const wake = () => {
-    for (const w of [...waiters]) w();
-  };
+  const wakes = new Wakes(() => `\nstdout:\n${stdout.join("\n")}\nstderr:\n${stderr}`);
+  const wake = () => wakes.wake();
   child.stdout!.on("data", (d: Buffer) => {
     buf += d.toString();
     const lines = buf.split("\n");
@@ -344,27 +343,12 @@ function spawnCli(args: string[], env: Record<string, string | undefined>) {
   });
   const exitCode = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
   // "close": the child has exited and its stdout and stderr are read to the end (nothing more can come).
-  const outputEnded = new Promise<void>((resolve) => child.on("close", () => resolve()));
+  child.on("close", () => wakes.end("the CLI ended its output"));
   // A clean shutdown exits 0 and logs "stopped". (Deno's node:child_process reports a child that
   // handled SIGTERM/SIGINT and exited 0 as killed by that signal, so there the log line is the proof.)
   const exited = exitCode.then((code) => (code === null && runtimeName() === "deno" && /"msg":"stopped"/.test(stderr) ? 0 : code));
-  const until = (pred: () => boolean, what: string, ms = 20_000) =>
-    new Promise<void>((resolve, reject) => {
-      const done = (err?: Error) => {
-        waiters.delete(check);
-        clearTimeout(timer);
-        if (err) reject(err);
-        else resolve();
-      };
-      const check = () => {
-        if (pred()) done();
-      };
-      // A guard against hangs (the child never writes what is awaited), not a timing assertion.
-      const timer = setTimeout(() => done(new Error(`timed out waiting for ${what}\nstdout:\n${stdout.join("\n")}\nstderr:\n${stderr}`)), ms);
-      waiters.add(check);
-      void outputEnded.then(() => (pred() ? done() : done(new Error(`the CLI ended its output before ${what}\nstdout:\n${stdout.join("\n")}\nstderr:\n${stderr}`))));
-      check();
-    });
+  // A guard against hangs (the child never writes what is awaited), not a timing assertion.
+  const until = (pred: () => boolean, what: string, ms = 20_000) => wakes.until(pred, what, ms);
   return { child, stdout, stderr: () => stderr, exited, until };
 }
 

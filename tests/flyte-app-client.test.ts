@@ -17,6 +17,7 @@ import type { KubeObject } from "../src/watch/types.ts";
 import { waitFor } from "./helpers/run.ts";
 import { ksvc } from "./helpers/service.ts";
 import { startScripted, status } from "./helpers/scripted.ts";
+import { Wakes } from "./helpers/wakes.ts";
 
 const readyStatus = (rev: string) => ({
   latestReadyRevisionName: rev,
@@ -37,27 +38,16 @@ function describeEvent(e: WatchResponse): string {
 /** Collects a subscription's events in the background; `until` re-checks its condition on each event. */
 function collect(sub: Subscription) {
   const got: WatchResponse[] = [];
-  const wakes = new Set<() => void>();
+  const lines = () => got.map(describeEvent);
+  const wakes = new Wakes(() => `; got ${lines().join(", ")}`);
   const done = (async () => {
     for await (const e of sub) {
       got.push(e);
-      for (const wake of wakes) wake();
+      wakes.wake();
     }
   })();
-  const lines = () => got.map(describeEvent);
   /** Resolves once `holds()`, checked now and after each event; fails after `timeoutMs` (against hangs). */
-  const until = (holds: () => boolean, what: string, timeoutMs = 10_000) =>
-    new Promise<void>((resolve, reject) => {
-      if (holds()) return resolve();
-      const timer = setTimeout(() => (wakes.delete(check), reject(new Error(`timed out waiting for ${what}; got ${lines().join(", ")}`))), timeoutMs);
-      const check = () => {
-        if (!holds()) return;
-        wakes.delete(check);
-        clearTimeout(timer);
-        resolve();
-      };
-      wakes.add(check);
-    });
+  const until = (holds: () => boolean, what: string, timeoutMs = 10_000) => wakes.until(holds, what, timeoutMs);
   return { got, done, lines, until };
 }
 

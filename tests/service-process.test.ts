@@ -11,6 +11,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import process from "node:process";
 import { KServiceName } from "../src/flyte/naming.ts";
 import { waitFor } from "./helpers/run.ts";
+import { Wakes } from "./helpers/wakes.ts";
 
 // deno-lint-ignore no-explicit-any
 const g = globalThis as any;
@@ -34,10 +35,8 @@ function startEntry(args: string[]): Proc {
   const [cmd, argv] = entryCommand(args);
   const child = spawn(cmd, argv, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1" } });
   const logs: Record<string, unknown>[] = [];
-  const wakes = new Set<() => void>();
-  const wake = () => {
-    for (const w of wakes) w();
-  };
+  const wakes = new Wakes(() => `; logs: ${JSON.stringify(logs)}`);
+  const wake = () => wakes.wake();
   let buf = "";
   child.stderr!.setEncoding("utf8");
   child.stderr!.on("data", (chunk: string) => {
@@ -56,18 +55,7 @@ function startEntry(args: string[]): Proc {
   });
   child.stdout!.resume();
   const exit = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.on("exit", (code, signal) => (resolve({ code, signal }), wake())));
-  const until = (holds: () => boolean, what: string, timeoutMs: number) =>
-    new Promise<void>((resolve, reject) => {
-      if (holds()) return resolve();
-      const timer = setTimeout(() => (wakes.delete(check), reject(new Error(`timed out waiting for ${what}; logs: ${JSON.stringify(logs)}`))), timeoutMs);
-      const check = () => {
-        if (!holds()) return;
-        wakes.delete(check);
-        clearTimeout(timer);
-        resolve();
-      };
-      wakes.add(check);
-    });
+  const until = (holds: () => boolean, what: string, timeoutMs: number) => wakes.until(holds, what, timeoutMs);
   return { child, logs, exit, until };
 }
 
