@@ -11,6 +11,7 @@ import { DEFAULT_URL } from "../src/client/options.ts";
 import { describeStart } from "../src/client/watch.ts";
 import { seedDemo, startSandbox } from "../src/sandbox/mod.ts";
 import { startScripted, status } from "./helpers/scripted.ts";
+import { runtimeCommand } from "./helpers/runtime-command.ts";
 import { Wakes } from "./helpers/wakes.ts";
 
 const DEFAULT_URL_TEXT = DEFAULT_URL;
@@ -320,10 +321,8 @@ current-context: c
 
 /** Runs src/main.ts on the current runtime as a child process. */
 function spawnCli(args: string[], env: Record<string, string | undefined>) {
-  const rt = runtimeName();
-  const entry = new URL("../src/main.ts", import.meta.url).pathname;
-  const argv = rt === "deno" ? ["run", "-A", entry, ...args] : rt === "bun" ? [entry, ...args] : ["--import", "tsx", entry, ...args];
-  const child = spawn(process.execPath, argv, { env: env as NodeJS.ProcessEnv, stdio: ["ignore", "pipe", "pipe"] });
+  const [cmd, argv] = runtimeCommand(new URL("../src/main.ts", import.meta.url).pathname, args);
+  const child = spawn(cmd, argv, { env: env as NodeJS.ProcessEnv, stdio: ["ignore", "pipe", "pipe"] });
   const stdout: string[] = [];
   let stderr = "";
   let buf = "";

@@ -11,17 +11,14 @@ import { type ChildProcess, spawn } from "node:child_process";
 import process from "node:process";
 import { KServiceName } from "../src/flyte/naming.ts";
 import { waitFor } from "./helpers/run.ts";
+import { runtimeCommand } from "./helpers/runtime-command.ts";
 import { Wakes } from "./helpers/wakes.ts";
 
 // deno-lint-ignore no-explicit-any
 const g = globalThis as any;
 const WS: typeof WebSocket = g.WebSocket ?? (await import("ws")).default;
 
-function entryCommand(args: string[]): [string, string[]] {
-  if (g.Deno) return [g.Deno.execPath(), ["run", "-A", "src/main.ts", ...args]];
-  if (g.Bun) return [process.execPath, ["src/main.ts", ...args]];
-  return [process.execPath, ["--import", "tsx", "src/main.ts", ...args]];
-}
+const entryCommand = (args: string[]) => runtimeCommand("src/main.ts", args);
 
 interface Proc {
   child: ChildProcess;

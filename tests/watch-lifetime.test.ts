@@ -18,20 +18,12 @@ import { spawn } from "node:child_process";
 import { dirname, resolve } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
+import { runtimeCommand } from "./helpers/runtime-command.ts";
 
-// deno-lint-ignore no-explicit-any
-const g = globalThis as any;
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const FIXTURE = "tests/fixtures/lifetime-exit.ts";
 /** Only against a hang (a fixed child exits in about a second; a leaking one on Deno after 60 s). */
 const GUARD_MS = 30_000;
-
-/** The current runtime running a TypeScript file (as tests/service-process.test.ts starts src/main.ts). */
-function runtimeCommand(file: string, args: string[]): [string, string[]] {
-  if (g.Deno) return [g.Deno.execPath(), ["run", "-A", file, ...args]];
-  if (g.Bun) return [process.execPath, [file, ...args]];
-  return [process.execPath, ["--import", "tsx", file, ...args]];
-}
 
 interface Exit {
   code: number | null;
