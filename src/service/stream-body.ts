@@ -11,6 +11,20 @@ import type { DirectBody } from "./adapters/types.ts";
 export type ByteBody = Pick<DirectBody, "write" | "above" | "drained" | "end">;
 
 /**
+ * The body a stream transport writes to: the adapter's `direct` body where it gave one (the
+ * response is then bodiless: `readable` is null), else a {@link StreamBody} whose `readable` is the
+ * response body. `gone` runs once when the client leaves.
+ */
+export function openByteBody(direct: DirectBody | undefined, gone: () => void, highWaterMark: number): { bytes: ByteBody; readable: ReadableStream<Uint8Array> | null } {
+  if (direct !== undefined) {
+    direct.onClose(gone);
+    return { bytes: direct, readable: null };
+  }
+  const stream = new StreamBody(gone, highWaterMark);
+  return { bytes: stream, readable: stream.readable };
+}
+
+/**
  * A byte body as a `ReadableStream` (runtimes without a {@link DirectBody}), holding up to
  * `highWaterMark` bytes for a client that is not reading; `cancelled` runs when the client leaves.
  *

@@ -19,7 +19,7 @@ import type { ServiceMetrics } from "./metrics.ts";
 import { ClientMessageSchema, issuesOf } from "./schemas.ts";
 import type { SessionItem } from "./frames.ts";
 import type { Slot, StreamEnd, StreamHandle, StreamRequest, StreamSessions, StreamSink } from "./session.ts";
-import { type ByteBody, StreamBody } from "./stream-body.ts";
+import { type ByteBody, openByteBody } from "./stream-body.ts";
 
 /** WebSocket close codes appwatch uses (RFC 6455 §7.4). */
 export const CLOSE = {
@@ -199,7 +199,8 @@ export function sseStream(t: Omit<TransportContext, "runtime">, request: StreamR
   const { sessions, metrics, limits, streams } = t;
   let session: StreamHandle | undefined;
   let ended = false;
-  let body: ByteBody;
+  // Set once opened (`onClose` runs `end` at once on a direct body already closed).
+  let body: ByteBody | undefined;
   const end = () => {
     if (ended) return;
     ended = true;
@@ -208,31 +209,23 @@ export function sseStream(t: Omit<TransportContext, "runtime">, request: StreamR
     streams.closed(shutdownHook);
     metrics.sseConnections--;
     slot.release();
-    body.end();
+    body?.end();
   };
   const shutdownHook: Closable = { shutdown: () => end() };
-  let response: Response;
-  if (direct !== undefined) {
-    body = direct;
-    direct.onClose(end);
-    response = new Response(null, { headers: SSE_HEADERS });
-  } else {
-    const stream = new StreamBody(end, limits.highWaterMark);
-    body = stream;
-    response = new Response(stream.readable, { headers: SSE_HEADERS });
-  }
-  body.write(SSE_RETRY);
+  const { bytes, readable } = openByteBody(direct, end, limits.highWaterMark);
+  body = bytes;
+  bytes.write(SSE_RETRY);
   const sink: StreamSink = {
     heartbeats: true,
-    send: (item) => ended || !body.write(sseBytes(frameOf(item))) ? "closed" : "ok",
-    full: () => !ended && body.above(limits.highWaterMark),
-    drained: (signal) => ended ? Promise.resolve() : body.drained(limits.highWaterMark, signal),
+    send: (item) => ended || !bytes.write(sseBytes(frameOf(item))) ? "closed" : "ok",
+    full: () => !ended && bytes.above(limits.highWaterMark),
+    drained: (signal) => ended ? Promise.resolve() : bytes.drained(limits.highWaterMark, signal),
   };
   metrics.sseConnections++;
   streams.add(shutdownHook);
   gone?.addEventListener("abort", end, { once: true });
   session = sessions.start(slot, request, sink, end);
-  return response;
+  return new Response(readable, { headers: SSE_HEADERS });
 }
 
 /** How long a Node upgrade (answered 200 now, 101 later) may take before its slot is given back. */

@@ -5,7 +5,7 @@
  */
 import type { Clock } from "../../watch/clock.ts";
 import type { DirectBody } from "../adapters/types.ts";
-import { type ByteBody, StreamBody } from "../stream-body.ts";
+import { openByteBody, type StreamBody } from "../stream-body.ts";
 import { endStreamFrame, watchFrame } from "./frames.ts";
 import { RESUME_HEADER } from "./names.ts";
 import type { WatchBody, WatchRun } from "./watch-run.ts";
@@ -90,16 +90,7 @@ export function connectWatchBody(watch: WatchRun, io: WatchBodyIo, direct?: Dire
     leave();
     void watch.close().then(finish);
   };
-  let bytes: ByteBody;
-  let readable: ReadableStream<Uint8Array> | null = null;
-  if (direct !== undefined) {
-    bytes = direct;
-    direct.onClose(cancelled);
-  } else {
-    const stream = new StreamBody(cancelled, highWaterBytes);
-    bytes = stream;
-    readable = stream.readable;
-  }
+  const { bytes, readable } = openByteBody(direct, cancelled, highWaterBytes);
   const body: WatchBody = {
     write(event) {
       if (!finished) bytes.write(watchFrame(event, watch.binary));
