@@ -158,13 +158,9 @@ export class AppK8sClient {
   }
 
   /**
-   * The caller's `lifetime` gets exactly one abort listener, which follows it into this watch's own
-   * controller and is removed when the watch ends, however it ends (stopWatching, a loop ending, a
-   * failed start): nothing else ever sees that signal — the preflight requests take our signal, not
-   * the caller's, so no `fetch` leaves its own listener on it (undici's stays until GC). A listener
-   * left on it is more than a small leak: Deno keeps an `AbortSignal.timeout` timer referenced
-   * while its signal has an abort listener, so `startWatching(AbortSignal.timeout(10_000))` kept
-   * the process alive 10 s after everything was closed (issue 24, item 9a).
+   * The caller's `lifetime` gets one abort listener, removed however the watch ends; requests take
+   * our own signal (undici's listeners stay until GC). Deno keeps an `AbortSignal.timeout` timer
+   * alive while its signal has a listener: one left kept the process up (issue 24, item 9a).
    */
   async #start(lifetime?: AbortSignal): Promise<void> {
     if (lifetime?.aborted) throw new Error("startWatching: the signal is already aborted");
