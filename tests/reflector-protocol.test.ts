@@ -15,16 +15,8 @@ import { createLogger } from "../src/log.ts";
 import { compareResourceVersions } from "../src/watch/resource-version.ts";
 import { ev, listPage, obj, type Scripted, startScripted, status, watch } from "./helpers/scripted.ts";
 import { start, summary } from "./helpers/run.ts";
+import { within } from "./helpers/within.ts";
 
-/** `p`, or a failure after 10 s (against hangs, not a timing assertion). */
-async function within<T>(p: Promise<T>, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), 10_000)))]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 const SELECTOR = "flyte.org/app-managed=true";
 

@@ -14,7 +14,7 @@ import { createMethodSerializationLookup, encodeEnvelope } from "@connectrpc/con
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { AppService, WatchResponseSchema } from "../src/flyte/proto/app_service_pb.ts";
 import { VirtualClock } from "../src/watch/clock.ts";
-import { ksvc, ksvcName, startTestService, statusWithMessage, type TestService } from "./helpers/service.ts";
+import { ksvc, ksvcName, startTestService, statusWithMessage, type TestService, within } from "./helpers/service.ts";
 
 // connect-es's own serializers for Watch's output, as its handler builds them (default options).
 const serialization = createMethodSerializationLookup(AppService.method.watch!, undefined, undefined, {
@@ -186,10 +186,8 @@ describe("Connect Watch frames", () => {
 
       // The client's deadline ends the stream: no error, the position as trailer. (connect-es wrote
       // that end-stream frame only once the session had another event: one is created after the deadline.)
-      // Armed at the handoff, with what is left of 1.5 s (the real timer only guards against a hang).
-      let guard: ReturnType<typeof setTimeout> | undefined;
-      const noTimer = new Promise<never>((_, reject) => guard = setTimeout(() => reject(new Error("no connect-deadline timer on the app's clock")), 10_000));
-      const deadline = await Promise.race([clock.next("connect-deadline"), noTimer]).finally(() => clearTimeout(guard));
+      // Armed at the handoff, with what is left of 1.5 s.
+      const deadline = await within(clock.next("connect-deadline"), "a connect-deadline timer on the app's clock");
       assert.ok(deadline.delay > 0 && deadline.delay <= 1500, `the deadline is what is left of the client's: ${deadline.delay} ms`);
       clock.advance(deadline.delay);
       s.sb.create("services", ksvc("frames", "dev", "late"));

@@ -20,17 +20,9 @@ import { VirtualClock } from "../src/watch/clock.ts";
 import { createWatcher } from "../src/watch/group.ts";
 import { Reflector, type ReflectorOptions } from "../src/watch/reflector.ts";
 import { KNATIVE_SERVICES, type KubeObject, type ReflectorEvent } from "../src/watch/types.ts";
+import { within } from "./helpers/within.ts";
 
 const enc = new TextEncoder();
-
-/** A failure guard in real time: only ever fires when the test is already broken. */
-function within<T>(p: Promise<T>, what: string, ms = 10_000): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const guard = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out waiting for: ${what}`)), ms);
-  });
-  return Promise.race([p, guard]).finally(() => clearTimeout(timer));
-}
 
 interface FakeRequest {
   path: string;

@@ -361,18 +361,7 @@ export function metricSum(text: string, name: string): number {
   return sum;
 }
 
-/** Waits for a promise with a deadline (against hangs, not a timing assertion). */
-export async function within<T>(p: Promise<T>, what: string, timeoutMs = 10_000): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    return await Promise.race([
-      p,
-      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), timeoutMs))),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+export { within } from "./within.ts";
 
 /** What {@link untilHub} needs of the service's app client (`TestService.apps`). */
 interface HubSubscriber {
