@@ -4,48 +4,7 @@ import assert from "node:assert/strict";
 import { parseCliArgs } from "../src/sandbox/cli.ts";
 import { seedDemo, startDemoActivity } from "../src/sandbox/mod.ts";
 import { call, openWatch, withSandbox } from "../src/sandbox/testing.ts";
-
-/**
- * The timers of `startDemoActivity`, which takes no clock: while `start` runs, the first
- * `setTimeout` callback is the activity's tick; from then until `restore`, the tick's timers (the
- * runtime's own, so it still runs in real time) are counted as armed until they fire or are cleared.
- */
-function demoTimers() {
-  const realSet = globalThis.setTimeout;
-  const realClear = globalThis.clearTimeout;
-  const armed = new Set<unknown>();
-  let tick: unknown;
-  let starting = false;
-  globalThis.setTimeout = ((fn: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) => {
-    if (starting && tick === undefined) tick = fn;
-    if (fn !== tick) return realSet(fn, ms, ...args);
-    const handle: unknown = realSet(() => {
-      armed.delete(handle);
-      fn(...args);
-    }, ms);
-    armed.add(handle);
-    return handle;
-  }) as typeof setTimeout;
-  globalThis.clearTimeout = ((handle?: Parameters<typeof clearTimeout>[0]) => {
-    armed.delete(handle);
-    realClear(handle);
-  }) as typeof clearTimeout;
-  return {
-    start<T>(run: () => T): T {
-      starting = true;
-      try {
-        return run();
-      } finally {
-        starting = false;
-      }
-    },
-    armed: () => armed.size,
-    restore() {
-      globalThis.setTimeout = realSet;
-      globalThis.clearTimeout = realClear;
-    },
-  };
-}
+import { VirtualClock } from "../src/watch/clock.ts";
 
 describe("sandbox demo", () => {
   test("seedDemo creates Flyte-managed KServices with labels, annotations, Knative status and a Revision each", async () => {
@@ -96,20 +55,21 @@ describe("sandbox demo", () => {
       const rv = sandbox.resourceVersion;
       const w = await openWatch(`${api}/namespaces/flyte/services?watch=1&resourceVersion=${rv}`);
       const ac = new AbortController();
-      const timers = demoTimers();
-      const activity = timers.start(() => startDemoActivity(sandbox, { intervalMs: 2, signal: ac.signal, seed: 7 }));
+      // On a virtual clock: each interval passes when the test says so.
+      const clock = new VirtualClock();
+      const activity = startDemoActivity(sandbox, { intervalMs: 2, signal: ac.signal, seed: 7, clock });
       try {
+        for (let i = 0; i < 1000 && activity.steps < 3; i++) clock.advance(2);
         const events = await w.take(3);
         for (const e of events) assert.ok(["ADDED", "MODIFIED", "DELETED"].includes(e.type), e.type);
       } finally {
         ac.abort();
-        timers.restore();
         await w.cancel();
       }
       assert.ok(activity.steps > 0);
       // The demo changes the sandbox only from its timer: none left armed means no change can follow
       // (checked on the timer itself, not by watching the resourceVersion for a while).
-      assert.equal(timers.armed(), 0, "the aborted activity keeps no timer");
+      assert.equal(clock.pending("demo").length, 0, "the aborted activity keeps no timer");
       assert.ok(Number(sandbox.resourceVersion) > Number(rv));
     });
   });

@@ -6,6 +6,7 @@
 import type { Sandbox } from "./sandbox.ts";
 import type { KubeObject } from "./types.ts";
 import { seededRandom } from "../prng.ts";
+import { type Clock, realClock, type TimerHandle } from "../watch/clock.ts";
 
 /** Options of {@link seedDemo}. */
 export interface SeedOptions {
@@ -210,6 +211,8 @@ export interface DemoActivityOptions {
   namespace?: string;
   /** Seed of the pseudo-random choices, for reproducible demos (default 1). */
   seed?: number;
+  /** Time between changes (tests: a `VirtualClock`). Default: the real clock. */
+  clock?: Clock;
 }
 
 /** A running demo activity. */
@@ -302,11 +305,12 @@ export function startDemoActivity(sandbox: Sandbox, options: DemoActivityOptions
   const rand = seededRandom(options.seed ?? 1);
   const created = { n: 0 };
   let steps = 0;
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  const clock = options.clock ?? realClock;
+  let timer: TimerHandle | undefined;
   let stopped = false;
   const stop = () => {
     stopped = true;
-    if (timer !== undefined) clearTimeout(timer);
+    if (timer !== undefined) clock.clearTimeout(timer);
     timer = undefined;
     options.signal?.removeEventListener("abort", stop);
   };
@@ -318,12 +322,12 @@ export function startDemoActivity(sandbox: Sandbox, options: DemoActivityOptions
     } catch {
       // A change that raced another one (e.g. a deleted object) is simply skipped.
     }
-    timer = setTimeout(tick, interval);
+    timer = clock.setTimeout(tick, interval, "demo");
   };
   if (options.signal?.aborted) stopped = true;
   else {
     options.signal?.addEventListener("abort", stop, { once: true });
-    timer = setTimeout(tick, interval);
+    timer = clock.setTimeout(tick, interval, "demo");
   }
   return {
     stop,
