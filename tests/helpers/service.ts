@@ -11,6 +11,7 @@ import type { Sandbox } from "../../src/sandbox/sandbox.ts";
 import { type RunningService, type ServiceSettings, startService } from "../../src/service/server.ts";
 import type { KubeObject } from "../../src/watch/types.ts";
 import type { Clock } from "../../src/watch/clock.ts";
+import { within } from "./within.ts";
 
 /** Polls `pred` until it holds; fails after `timeoutMs` with `what` (computed then, so it can show the latest state). */
 export async function waitFor(pred: () => boolean, what: string | (() => string), timeoutMs = 10_000): Promise<void> {
@@ -361,7 +362,7 @@ export function metricSum(text: string, name: string): number {
   return sum;
 }
 
-export { within } from "./within.ts";
+export { within };
 
 /** What {@link untilHub} needs of the service's app client (`TestService.apps`). */
 interface HubSubscriber {
@@ -378,10 +379,8 @@ interface HubSubscriber {
 export async function untilHub(apps: HubSubscriber, holds: () => boolean | Promise<boolean>, what: string | (() => string), timeoutMs = 10_000): Promise<void> {
   let sub = apps.subscribe("");
   let finished = false;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timedOut = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${typeof what === "string" ? what : what()}`)), timeoutMs)));
   try {
-    await Promise.race([
+    await within(
       (async () => {
         let it = sub[Symbol.asyncIterator]();
         while (!(await holds())) {
@@ -395,11 +394,11 @@ export async function untilHub(apps: HubSubscriber, holds: () => boolean | Promi
           }
         }
       })(),
-      timedOut,
-    ]);
+      what,
+      timeoutMs,
+    );
   } finally {
     finished = true;
-    clearTimeout(timer);
     sub.close();
   }
 }

@@ -4,13 +4,13 @@
  * @module
  */
 
-/** `p`, or a failure naming `what` after `timeoutMs`. */
-export async function within<T>(p: Promise<T>, what: string, timeoutMs = 10_000): Promise<T> {
+/** `p`, or a failure naming `what` (worked out then, if a function) after `timeoutMs`. */
+export async function within<T>(p: Promise<T>, what: string | (() => string), timeoutMs = 10_000): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     return await Promise.race([
       p,
-      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), timeoutMs))),
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${typeof what === "string" ? what : what()}`)), timeoutMs))),
     ]);
   } finally {
     clearTimeout(timer);
